@@ -1,0 +1,89 @@
+"""Running the memory pipeline for a user: store messages first, then archive chunk by chunk.
+
+Shared by the command line, the bot's background worker and the evaluation
+harness, so all three archive exactly the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from graphs.context import MemoryContext
+from graphs.deps import Deps
+from graphs.memory import build_memory_graph
+from graphs.state import MemoryState
+from stores.records import MessageRow, NewMessage
+
+
+async def store_messages(
+    deps: Deps, user_id: int, messages: Sequence[NewMessage]
+) -> list[MessageRow]:
+    """Persist messages (all or nothing), then index them for message-level search.
+
+    The relational write comes first and alone decides what is stored; the
+    vector index can always be rebuilt from it.
+    """
+    rows = await asyncio.to_thread(deps.store.add_messages, user_id, list(messages))
+    await index_messages(deps, user_id, rows)
+    return rows
+
+
+async def index_messages(deps: Deps, user_id: int, rows: Sequence[MessageRow]) -> None:
+    if not rows:
+        return
+    vectors = await asyncio.to_thread(deps.embedder.encode, [row["content"] for row in rows])
+    await asyncio.to_thread(
+        deps.vectors.upsert,
+        "messages",
+        user_id,
+        [row["id"] for row in rows],
+        vectors,
+        [{"segment": row["segment"], "role": row["role"], "ts": row["ts"]} for row in rows],
+    )
+
+
+def memory_thread(user_id: int) -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"memory-{user_id}"}, "recursion_limit": 50}
+
+
+async def archive_user(
+    deps: Deps,
+    user_id: int,
+    *,
+    archive_all: bool = False,
+    checkpointer: BaseCheckpointSaver | None = None,
+    now_ts: float | None = None,
+    on_chunk: Callable[[MemoryState], None] | None = None,
+) -> list[MemoryState]:
+    """Run the memory graph until no chunk of this user is ready; one result per chunk.
+
+    With a checkpointer, a run interrupted earlier on this user's thread is
+    resumed from its last completed step before new chunks are taken.
+    """
+    graph = build_memory_graph(deps).compile(checkpointer=checkpointer, name="memory")
+    context = MemoryContext.from_settings(
+        deps.settings, user_id=user_id, archive_all=archive_all, now_ts=now_ts
+    )
+    config = memory_thread(user_id)
+    results: list[MemoryState] = []
+
+    def finished(state: MemoryState) -> None:
+        results.append(state)
+        if on_chunk is not None:
+            on_chunk(state)
+
+    if checkpointer is not None:
+        snapshot = await graph.aget_state(config)
+        if snapshot.next:
+            state = await graph.ainvoke(None, config, context=context)
+            if state.get("chunk"):
+                finished(state)
+    while True:
+        state = await graph.ainvoke({"chunk": []}, config, context=context)
+        if not state.get("chunk"):
+            return results
+        finished(state)

@@ -1,0 +1,268 @@
+"""The `topica` command line: ingest and inspect saved sessions, ask, chat, demo.
+
+Machines get `--json`; people get progress and tables. Bad input is one line
+on stderr and exit status 2; nothing of a bad file is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from graphs.archive import archive_user, store_messages
+from graphs.deps import Deps, build_deps
+from graphs.settings import Settings
+from graphs.state import MemoryState
+from stores.records import TopicRow
+from stores.relational import StoreError
+from stores.sessions import SessionFormatError, read_session
+
+EXIT_BAD_INPUT = 2
+
+console = Console(stderr=True)
+out = Console(soft_wrap=True)
+
+
+class CommandError(Exception):
+    """A problem to report as one line and exit 2."""
+
+
+# -- shared views ----------------------------------------------------------------
+
+
+def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dict[str, Any]]:
+    """Topics as the JSON outputs show them: external message ids, membership not range."""
+    members = deps.store.topic_message_ids(user_id, [topic["id"] for topic in topics])
+    bounds = deps.store.messages_by_ids(
+        user_id, [i for topic in topics for i in (topic["start_msg_id"], topic["end_msg_id"])]
+    )
+    external = {row["id"]: row["external_id"] for row in bounds}
+    return [
+        {
+            "id": topic["id"],
+            "summary": topic["summary"],
+            "start_msg_id": external.get(topic["start_msg_id"]),
+            "end_msg_id": external.get(topic["end_msg_id"]),
+            "message_count": topic["message_count"],
+            "size_chars": topic["size_chars"],
+            "first_message_at": topic["first_message_at"],
+            "last_message_at": topic["last_message_at"],
+            "message_ids": members[topic["id"]],
+        }
+        for topic in topics
+    ]
+
+
+def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, show_lines=False, expand=True)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("messages", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("summary", ratio=1)
+    for view in views:
+        table.add_row(
+            str(view["id"]),
+            f"{view['start_msg_id']}…{view['end_msg_id']}",
+            str(view["message_count"]),
+            view["first_message_at"][:10],
+            view["summary"],
+        )
+    return table
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+# -- commands --------------------------------------------------------------------
+
+
+async def ingest(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict[str, Any]:
+    messages = read_session(path)
+    status = None if as_json else console.status(f"Storing {len(messages)} messages…")
+    if status:
+        status.start()
+    try:
+        new_rows = await store_messages(deps, user_id, messages)
+        chunks: list[MemoryState] = []
+
+        def progress(state: MemoryState) -> None:
+            chunks.append(state)
+            if status:
+                chunk = state["chunk"]
+                status.update(
+                    f"Archived chunk {len(chunks)}: {len(chunk)} messages → "
+                    f"{len(state['saved_topic_ids'])} topics (split by {state['split_by']})"
+                )
+
+        await archive_user(deps, user_id, archive_all=True, on_chunk=progress)
+    finally:
+        if status:
+            status.stop()
+
+    file_ids = [message["external_id"] for message in messages]
+    stored = {row["external_id"]: row for row in deps.store.all_messages(user_id)}
+    topic_ids = list(
+        dict.fromkeys(stored[i]["topic_id"] for i in file_ids if stored[i]["topic_id"] is not None)
+    )
+    topics = sorted(deps.store.topics_by_ids(user_id, topic_ids), key=lambda t: t["start_msg_id"])
+    fallbacks = sorted({state["split_fallback"] for state in chunks if state.get("split_fallback")})
+    facts_reports = [state["facts"] for state in chunks if "facts" in state]
+    return {
+        "user_id": user_id,
+        "messages": len(messages),
+        "new_messages": len(new_rows),
+        "chunks": len(chunks),
+        "topics": topic_view(deps, user_id, topics),
+        "uncovered": [i for i in file_ids if stored[i]["topic_id"] is None],
+        "merges": [merge for state in chunks for merge in state.get("merges", [])],
+        "facts": deps.store.list_facts(user_id),
+        "facts_status": facts_reports[-1]["status"] if facts_reports else None,
+        "facts_reason": facts_reports[-1]["reason"] if facts_reports else None,
+        "split_fallbacks": fallbacks,
+        "llm": deps.models.name("splitter"),
+    }
+
+
+def show_ingest(result: dict[str, Any], path: Path) -> None:
+    out.print(topics_table(result["topics"], f"Topics from {path.name}"))
+    merges = len(result["merges"])
+    out.print(
+        f"[bold]{result['messages']}[/] messages ({result['new_messages']} new) in "
+        f"{result['chunks']} chunks → [bold]{len(result['topics'])}[/] topics, "
+        f"{merges} merged, {len(result['uncovered'])} uncovered; "
+        f"splitter: {result['llm'] or 'embeddings (no LLM configured)'}; "
+        f"facts: {result['facts_status'] or 'nothing new'}"
+        + (f" ({result['facts_reason']})" if result["facts_reason"] else "")
+    )
+
+
+async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
+    result = await ingest(deps, Path(args.file), args.user, args.json)
+    if args.json:
+        print_json(result)
+    else:
+        show_ingest(result, Path(args.file))
+
+
+async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
+    views = topic_view(deps, args.user, deps.store.list_topics(args.user))
+    if args.json:
+        print_json(views)
+    else:
+        out.print(topics_table(views, f"Topics of user {args.user}"))
+
+
+def export_user(deps: Deps, user_id: int) -> dict[str, Any]:
+    """Everything Topica keeps about one user, as JSON-ready data."""
+    store = deps.store
+    return {
+        "user_id": user_id,
+        "messages": store.all_messages(user_id),
+        "topics": topic_view(deps, user_id, store.list_topics(user_id)),
+        "facts": store.list_facts(user_id),
+        "fact_history": store.fact_history(user_id),
+        "people": store.list_people(user_id),
+    }
+
+
+async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
+    print_json(export_user(deps, args.user))
+
+
+async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
+    session = resources.files("graphs") / "examples" / "demo_session.jsonl"
+    with resources.as_file(session) as path:
+        out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
+        result = await ingest(deps, path, args.user, as_json=False)
+        show_ingest(result, path)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Deps], Coroutine[Any, Any, None]]] = {
+    "ingest": cmd_ingest,
+    "topics": cmd_topics,
+    "export": cmd_export,
+    "demo": cmd_demo,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, help="data directory (default: TOPICA_DATA_DIR)")
+    common.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    user = argparse.ArgumentParser(add_help=False)
+    user.add_argument("--user", type=int, default=1, help="user id (default 1)")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="machine-readable output")
+
+    parser = argparse.ArgumentParser(
+        prog="topica", description="Topica: a chat assistant with long-term memory."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    ingest_parser = commands.add_parser(
+        "ingest", parents=[common, user, as_json], help="store a saved session and archive it"
+    )
+    ingest_parser.add_argument("file", help="JSONL session file")
+    commands.add_parser("topics", parents=[common, user, as_json], help="list a user's topics")
+    commands.add_parser("export", parents=[common, user], help="all memory of a user as JSON")
+    commands.add_parser(
+        "demo", parents=[common, user], help="ingest the bundled example session (temporary data)"
+    )
+    return parser
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    settings = Settings()
+    if args.data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": args.data_dir})
+    return settings
+
+
+async def run(args: argparse.Namespace) -> None:
+    settings = settings_for(args)
+    if args.command == "demo" and args.data_dir is None:
+        with tempfile.TemporaryDirectory(prefix="topica-demo-") as directory:
+            deps = build_deps(settings.model_copy(update={"data_dir": Path(directory)}))
+            try:
+                await COMMANDS[args.command](args, deps)
+            finally:
+                deps.close()
+        return
+    deps = build_deps(settings)
+    try:
+        await COMMANDS[args.command](args, deps)
+    finally:
+        deps.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(run(args))
+    except (SessionFormatError, StoreError, CommandError) as error:
+        print(f"topica: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("topica: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

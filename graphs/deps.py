@@ -1,0 +1,55 @@
+"""Dependency wiring: the heavy services every node factory receives.
+
+Stores, the vector index, the embedder and chat models are built once per
+process and injected into node factories; they never travel in graph state
+or in the run `Context`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphs.models import ModelRegistry
+from graphs.settings import Settings
+from stores.embedders import Embedder, build_embedder
+from stores.relational import RelationalStore
+from stores.vectors import VectorStore, build_chroma_client
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    store: RelationalStore
+    vectors: VectorStore
+    embedder: Embedder
+    models: ModelRegistry
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    models: ModelRegistry | None = None,
+    embedder: Embedder | None = None,
+) -> Deps:
+    embedder = embedder or build_embedder(settings)
+    return Deps(
+        settings=settings,
+        store=RelationalStore(settings.sqlite_path),
+        vectors=VectorStore(build_chroma_client(settings), embedder.name),
+        embedder=embedder,
+        models=models or ModelRegistry(settings),
+    )
+
+
+_default: Deps | None = None
+
+
+def default_deps() -> Deps:
+    """The process's services built from the environment (for langgraph.json's graphs)."""
+    global _default
+    if _default is None:
+        _default = build_deps(Settings())
+    return _default

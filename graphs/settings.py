@@ -1,0 +1,95 @@
+"""Process-wide settings, read from `TOPICA_*` environment variables and `.env`.
+
+Per-run values (user id, budgets a run may override) travel in the graphs'
+`Context`; this module holds what the process is configured with.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+AgentName = Literal["splitter", "merger", "archivist", "enricher", "reranker", "responder"]
+AGENTS: tuple[AgentName, ...] = (
+    "splitter",
+    "merger",
+    "archivist",
+    "enricher",
+    "reranker",
+    "responder",
+)
+
+
+class EmbeddingsProvider(StrEnum):
+    LOCAL = "local"
+    OPENAI = "openai"
+
+
+class Settings(BaseSettings):
+    """Everything Topica can be configured with; `.env.example` lists each variable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="TOPICA_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        env_ignore_empty=True,
+    )
+
+    data_dir: Path = Field(default=Path("data"), description="SQLite, Chroma and checkpoints.")
+
+    # Chat models: any OpenAI-compatible endpoint. No model = the non-LLM path.
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = Field(default=None, description="Default model for every agent.")
+    llm_timeout_s: float = 60.0
+    llm_max_retries: int = 2
+    splitter_model: str | None = None
+    merger_model: str | None = None
+    archivist_model: str | None = None
+    enricher_model: str | None = None
+    reranker_model: str | None = None
+    responder_model: str | None = None
+
+    # Embeddings.
+    embeddings_provider: EmbeddingsProvider = EmbeddingsProvider.LOCAL
+    embeddings_model: str = "text-embedding-3-small"
+    embeddings_base_url: str | None = None
+    embeddings_api_key: SecretStr | None = None
+
+    # Vector store: a persistent Chroma under data_dir, or a Chroma server.
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+
+    # Archival (seed 000, "rag" section).
+    chunk_interval: timedelta = timedelta(hours=1)
+    max_chunk_size: int = 400
+    split_threshold_chars: int = 25_000
+    consolidation_similarity_threshold: float = 0.85
+    max_merged_size_chars: int = 50_000
+    consolidation_batch_size: int = 10
+
+    # Retrieval (seed 000 "retrieval", seed 001 limits).
+    topics_threshold: float = 0.60
+    retrieved_topics_count: int = 50
+
+    def model_for(self, agent: AgentName) -> str | None:
+        """The model an agent uses: its own override, else the default, else none."""
+        return getattr(self, f"{agent}_model") or self.llm_model
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "topica.sqlite3"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def checkpoints_path(self) -> Path:
+        return self.data_dir / "checkpoints.sqlite3"

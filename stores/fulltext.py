@@ -1,0 +1,53 @@
+"""Turning free text into SQLite FTS5 queries.
+
+FTS5 has no Russian stemmer, so each word is matched as a prefix of its first
+few letters: "маме", "мамы" and "мама" all hit "мам*", "running" hits "runn*".
+Words are OR-ed and BM25 ranks documents that match more (and rarer) of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Function words that would otherwise match almost every message.
+_STOPWORD_TEXT = """
+a an the and or but if of to in on at by for with from about as is are was were be been
+being do does did have has had i me my we our you your he she it its they them their
+this that these those what which who whom when where why how not no so than too very can
+could would should will just there here all any some into over also then и в во не что
+он на я с со как а то все она так его но да ты к у же вы за бы по только ее её мне было
+вот от меня еще ещё нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был
+него до вас нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть
+надо ней для мы тебя их чем была сам чтоб без будто чего раз тоже себе под будет ж тогда
+кто этот того потому этого какой совсем ним здесь этом один почти мой тем чтобы нее
+сейчас были куда зачем всех никогда можно при наконец два об другой хоть после над
+больше тот через эти нас про всего них какая много разве три эту моя впрочем хорошо свою
+этой перед иногда лучше чуть том нельзя такой им более всегда конечно всю между это мою
+мои
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+PREFIX_LETTERS = 5
+
+
+def query_terms(text: str) -> list[str]:
+    """Content words of `text`, lower-cased, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS or (len(word) < 3 and not word.isdigit()):
+            continue
+        seen.setdefault(word, None)
+    return list(seen)
+
+
+def fts_match_expression(text: str) -> str | None:
+    """An FTS5 MATCH expression for `text`, or None when it has no content words."""
+    terms = []
+    for word in query_terms(text):
+        stem = word[:PREFIX_LETTERS] if len(word) > PREFIX_LETTERS else word
+        terms.append(f'"{stem}"*')
+    if not terms:
+        return None
+    return " OR ".join(dict.fromkeys(terms))

@@ -1,0 +1,74 @@
+"""Row shapes that cross the store boundary.
+
+They are plain TypedDicts so that graph state holding them stays JSON/msgpack
+serialisable for the checkpointer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+Role = Literal["user", "assistant"]
+FactType = Literal["identity", "context", "status"]
+
+
+class NewMessage(TypedDict):
+    """A message as it arrives (from a session file, the bot or the CLI)."""
+
+    external_id: str
+    role: Role
+    content: str
+    created_at: str
+    author: NotRequired[str | None]
+
+
+class MessageRow(TypedDict):
+    id: int
+    user_id: int
+    seq: int
+    external_id: str
+    role: Role
+    author: str | None
+    content: str
+    created_at: str
+    ts: float
+    topic_id: int | None
+    segment: int
+
+
+class TopicRow(TypedDict):
+    id: int
+    user_id: int
+    summary: str
+    start_msg_id: int
+    end_msg_id: int
+    size_chars: int
+    message_count: int
+    first_message_at: str
+    last_message_at: str
+    facts_extracted: bool
+    consolidation_checked: bool
+    created_at: str
+
+
+class FactRow(TypedDict):
+    id: int
+    user_id: int
+    type: FactType
+    content: str
+    importance: int
+    topic_id: int | None
+    created_at: str
+    updated_at: str
+
+
+class PersonRow(TypedDict):
+    id: int
+    user_id: int
+    name: str
+    aliases: list[str]
+    username: str | None
+    circle: str | None
+    bio: str | None
+    created_at: str
+    updated_at: str

@@ -1,0 +1,118 @@
+"""ChromaDB collections of topic, fact, person and message vectors.
+
+Vectors are computed by Topica's own embedder and handed to Chroma; Chroma's
+default embedding function (which downloads a model) is never used. Every
+record carries its `user_id` in metadata and every read filters on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import chromadb
+import numpy as np
+from chromadb.api import ClientAPI
+from chromadb.config import Settings as ChromaSettings
+
+from graphs.settings import Settings
+
+Kind = Literal["topics", "facts", "people", "messages"]
+KINDS: tuple[Kind, ...] = ("topics", "facts", "people", "messages")
+
+
+def build_chroma_client(settings: Settings) -> ClientAPI:
+    """A Chroma server when `TOPICA_CHROMA_HOST` is set, else a persistent local one."""
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_host:
+        return chromadb.HttpClient(
+            host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
+        )
+    settings.chroma_path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+
+
+class VectorStore:
+    """Per-user similarity search over Topica's records.
+
+    Collections are named after the embedder, so switching embedding models
+    never mixes vectors of different spaces in one index.
+    """
+
+    def __init__(self, client: ClientAPI, embedder_name: str) -> None:
+        self.client = client
+        namespace = re.sub(r"[^a-zA-Z0-9]+", "-", embedder_name).strip("-").lower()
+        self._collections = {
+            kind: client.get_or_create_collection(
+                f"{kind}-{namespace}",
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+            for kind in KINDS
+        }
+
+    def upsert(
+        self,
+        kind: Kind,
+        user_id: int,
+        ids: Sequence[int],
+        vectors: np.ndarray,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        if not ids:
+            return
+        extra = metadatas or [{} for _ in ids]
+        self._collections[kind].upsert(
+            ids=[str(record_id) for record_id in ids],
+            embeddings=np.asarray(vectors, dtype=np.float32),
+            metadatas=[{**meta, "user_id": user_id} for meta in extra],
+        )
+
+    def delete(self, kind: Kind, user_id: int, ids: Sequence[int]) -> None:
+        if ids:
+            self._collections[kind].delete(
+                ids=[str(record_id) for record_id in ids], where={"user_id": user_id}
+            )
+
+    def query(
+        self,
+        kind: Kind,
+        user_id: int,
+        vector: np.ndarray,
+        limit: int,
+        where: dict[str, Any] | None = None,
+    ) -> list[tuple[int, float]]:
+        """(record id, cosine similarity) of the user's nearest records, best first."""
+        collection = self._collections[kind]
+        condition: dict[str, Any] = {"user_id": user_id}
+        if where:
+            condition = {"$and": [condition, *({key: value} for key, value in where.items())]}
+        result = collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)],
+            n_results=max(1, limit),
+            where=condition,
+            include=["distances"],
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        return [
+            (int(record_id), 1.0 - float(distance))
+            for record_id, distance in zip(ids, distances, strict=True)
+        ]
+
+    def vectors(self, kind: Kind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        if not ids:
+            return {}
+        result = self._collections[kind].get(
+            ids=[str(record_id) for record_id in ids],
+            where={"user_id": user_id},
+            include=["embeddings"],
+        )
+        return {
+            int(record_id): np.asarray(vector, dtype=np.float32)
+            for record_id, vector in zip(result["ids"], result["embeddings"], strict=True)
+        }
+
+    def count(self, kind: Kind, user_id: int) -> int:
+        return len(self._collections[kind].get(where={"user_id": user_id}, include=[])["ids"])
