@@ -62,7 +62,9 @@ async def archive_user(
     """Run the memory graph until no chunk of this user is ready; one result per chunk.
 
     With a checkpointer, a run interrupted earlier on this user's thread is
-    resumed from its last completed step before new chunks are taken.
+    resumed from its last completed step before new chunks are taken. Each
+    step's checkpoint is written before the next step starts (durability
+    "sync"): a memory run is a handful of steps, and losing one costs more.
     """
     graph = build_memory_graph(deps).compile(checkpointer=checkpointer, name="memory")
     context = MemoryContext.from_settings(
@@ -79,11 +81,13 @@ async def archive_user(
     if checkpointer is not None:
         snapshot = await graph.aget_state(config)
         if snapshot.next:
-            state = await graph.ainvoke(None, config, context=context)
+            state = await graph.ainvoke(None, config, context=context, durability="sync")
             if state.get("chunk"):
                 finished(state)
     while True:
-        state = await graph.ainvoke({"chunk": []}, config, context=context)
+        state = await graph.ainvoke(
+            {"chunk": []}, config, context=context, durability="sync" if checkpointer else None
+        )
         if not state.get("chunk"):
             return results
         finished(state)

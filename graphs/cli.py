@@ -17,11 +17,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 from rich.table import Table
 
 from graphs.archive import archive_user, store_messages
-from graphs.deps import Deps, build_deps
+from graphs.deps import Deps, build_deps, durable_checkpointer
 from graphs.settings import Settings
 from graphs.state import MemoryState
 from stores.records import TopicRow
@@ -89,7 +90,9 @@ def print_json(value: Any) -> None:
 # -- commands --------------------------------------------------------------------
 
 
-async def ingest(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict[str, Any]:
+async def ingest(
+    deps: Deps, path: Path, user_id: int, as_json: bool, checkpointer: BaseCheckpointSaver | None
+) -> dict[str, Any]:
     messages = read_session(path)
     status = None if as_json else console.status(f"Storing {len(messages)} messages…")
     if status:
@@ -107,7 +110,9 @@ async def ingest(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict[st
                     f"{len(state['saved_topic_ids'])} topics (split by {state['split_by']})"
                 )
 
-        await archive_user(deps, user_id, archive_all=True, on_chunk=progress)
+        await archive_user(
+            deps, user_id, archive_all=True, checkpointer=checkpointer, on_chunk=progress
+        )
     finally:
         if status:
             status.stop()
@@ -150,7 +155,8 @@ def show_ingest(result: dict[str, Any], path: Path) -> None:
 
 
 async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
-    result = await ingest(deps, Path(args.file), args.user, args.json)
+    async with durable_checkpointer(deps.settings) as checkpointer:
+        result = await ingest(deps, Path(args.file), args.user, args.json, checkpointer)
     if args.json:
         print_json(result)
     else:
@@ -186,7 +192,8 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
-        result = await ingest(deps, path, args.user, as_json=False)
+        async with durable_checkpointer(deps.settings) as checkpointer:
+            result = await ingest(deps, path, args.user, False, checkpointer)
         show_ingest(result, path)
 
 

@@ -7,7 +7,10 @@ or in the run `Context`.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graphs.models import ModelRegistry
 from graphs.settings import Settings
@@ -53,3 +56,13 @@ def default_deps() -> Deps:
     if _default is None:
         _default = build_deps(Settings())
     return _default
+
+
+def durable_checkpointer(settings: Settings) -> AbstractAsyncContextManager[AsyncSqliteSaver]:
+    """The SQLite checkpointer the CLI and the bot compile their graphs with.
+
+    Runs are resumable from their last completed step after a crash;
+    `langgraph dev` keeps its own and gets graphs compiled without one.
+    """
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return AsyncSqliteSaver.from_conn_string(str(settings.checkpoints_path))
