@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from graphs.context import MemoryContext
 from graphs.deps import Deps
 from graphs.memory import build_memory_graph
 from graphs.state import MemoryState
+from graphs.tracing import run_config
 from stores.records import MessageRow, NewMessage
 
 
@@ -46,8 +47,9 @@ async def index_messages(deps: Deps, user_id: int, rows: Sequence[MessageRow]) -
     )
 
 
-def memory_thread(user_id: int) -> dict[str, Any]:
-    return {"configurable": {"thread_id": f"memory-{user_id}"}, "recursion_limit": 50}
+def memory_thread(user_id: int) -> RunnableConfig:
+    """The user's memory thread: one per user, so an interrupted run is found and resumed."""
+    return run_config("memory", user_id)
 
 
 async def archive_user(

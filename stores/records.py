@@ -1,7 +1,9 @@
 """Row shapes that cross the store boundary.
 
 They are plain TypedDicts so that graph state holding them stays JSON/msgpack
-serialisable for the checkpointer.
+serialisable for the checkpointer. They carry no user id: every read is already
+scoped to one user, and rows travel into traces and checkpoints, where users
+appear only as a hash (graphs/tracing.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ class NewMessage(TypedDict):
 
 class MessageRow(TypedDict):
     id: int
-    user_id: int
     seq: int
     external_id: str
     role: Role
@@ -38,7 +39,6 @@ class MessageRow(TypedDict):
 
 class TopicRow(TypedDict):
     id: int
-    user_id: int
     summary: str
     start_msg_id: int
     end_msg_id: int
@@ -53,7 +53,6 @@ class TopicRow(TypedDict):
 
 class FactRow(TypedDict):
     id: int
-    user_id: int
     type: FactType
     content: str
     importance: int
@@ -64,11 +63,22 @@ class FactRow(TypedDict):
 
 class PersonRow(TypedDict):
     id: int
-    user_id: int
     name: str
     aliases: list[str]
     username: str | None
     circle: str | None
     bio: str | None
     created_at: str
+    updated_at: str
+
+
+class SessionSummaryRow(TypedDict):
+    """The rolling summary of a segment's messages first_seq..last_seq (seed 003)."""
+
+    user_id: int
+    segment: int
+    first_seq: int
+    last_seq: int
+    summary: str
+    written_by: Literal["llm", "extractive"]
     updated_at: str

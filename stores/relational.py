@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from stores.fulltext import fts_match_expression
-from stores.records import FactRow, FactType, MessageRow, NewMessage, PersonRow, TopicRow
+from stores.records import (
+    FactRow,
+    FactType,
+    MessageRow,
+    NewMessage,
+    PersonRow,
+    SessionSummaryRow,
+    TopicRow,
+)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole first schema.
@@ -130,6 +138,20 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO topics_fts(rowid, summary, user_id)
         VALUES (new.id, new.summary, new.user_id);
     END;
+    """,
+    # 2: the rolling summary of each conversation segment (seed 003).
+    """
+    CREATE TABLE session_summaries (
+        user_id INTEGER NOT NULL,
+        segment INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        summary TEXT NOT NULL,
+        written_by TEXT NOT NULL CHECK (written_by IN ('llm', 'extractive')),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, segment),
+        CHECK (first_seq <= last_seq)
+    );
     """,
 )
 
@@ -365,6 +387,39 @@ class RelationalStore:
         sql += " ORDER BY score DESC LIMIT ?"
         params.append(limit)
         return [(row[0], row[1]) for row in self._rows(sql, params)]
+
+    # -- session summaries --------------------------------------------------------
+
+    def session_summary(self, user_id: int, segment: int) -> SessionSummaryRow | None:
+        """The rolling summary of a segment's older messages, if one was written."""
+        rows = self._rows(
+            "SELECT * FROM session_summaries WHERE user_id = ? AND segment = ?",
+            (user_id, segment),
+        )
+        return SessionSummaryRow(**dict(rows[0])) if rows else None
+
+    def save_session_summary(
+        self,
+        user_id: int,
+        segment: int,
+        first_seq: int,
+        last_seq: int,
+        summary: str,
+        written_by: str,
+    ) -> SessionSummaryRow:
+        """Replace the segment's rolling summary (it covers messages first_seq..last_seq)."""
+        if not summary.strip():
+            raise StoreError("a session summary needs content")
+        with self._transaction() as db:
+            self._ensure_user(db, user_id)
+            db.execute(
+                "INSERT OR REPLACE INTO session_summaries (user_id, segment, first_seq, "
+                "last_seq, summary, written_by, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user_id, segment, first_seq, last_seq, summary.strip(), written_by, now_iso()),
+            )
+        found = self.session_summary(user_id, segment)
+        assert found is not None
+        return found
 
     # -- topics -----------------------------------------------------------------
 
@@ -662,7 +717,7 @@ class RelationalStore:
 
     def fact_history(self, user_id: int) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM fact_history WHERE user_id = ? ORDER BY id", (user_id,))
-        return [dict(row) for row in rows]
+        return [_row(row) for row in rows]
 
     # -- people -----------------------------------------------------------------
 
@@ -788,22 +843,28 @@ def _check_fact(content: str, fact_type: str, importance: int) -> None:
         raise StoreError(f"importance must be within 0..100, got {importance}")
 
 
+def _row(row: sqlite3.Row) -> dict[str, Any]:
+    data = dict(row)
+    data.pop("user_id", None)
+    return data
+
+
 def _message(row: sqlite3.Row) -> MessageRow:
-    return MessageRow(**dict(row))
+    return MessageRow(**_row(row))
 
 
 def _topic(row: sqlite3.Row) -> TopicRow:
-    data = dict(row)
+    data = _row(row)
     data["facts_extracted"] = bool(data["facts_extracted"])
     data["consolidation_checked"] = bool(data["consolidation_checked"])
     return TopicRow(**data)
 
 
 def _fact(row: sqlite3.Row) -> FactRow:
-    return FactRow(**dict(row))
+    return FactRow(**_row(row))
 
 
 def _person(row: sqlite3.Row) -> PersonRow:
-    data = dict(row)
+    data = _row(row)
     data["aliases"] = json.loads(data["aliases"])
     return PersonRow(**data)
