@@ -14,6 +14,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from graphs.metrics import GRAPH_METRICS
+
 _SALT = "topica-user:"
 
 
@@ -28,6 +30,7 @@ def run_config(graph: str, user_id: int, **metadata: Any) -> RunnableConfig:
         configurable={"thread_id": f"{graph}-{key}"},
         metadata={"graph": graph, "user": key, **metadata},
         tags=[f"graph:{graph}"],
+        callbacks=[GRAPH_METRICS],
         run_name=graph,
         recursion_limit=50,
     )

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import MemoryContext
 from graphs.deps import Deps
+from graphs.metrics import TOPICS_EXTRACTED, TOPICS_SIZE_CHARS
 from graphs.state import MemoryState
 from nodes.formatting import topic_embedding_text
 from stores.records import TopicRow
@@ -69,6 +70,9 @@ def make_save(deps: Deps):
             vectors,
             [topic_metadata(topic) for topic in topics],
         )
+        TOPICS_EXTRACTED.inc(len(topics))
+        for topic in topics:
+            TOPICS_SIZE_CHARS.observe(topic["size_chars"])
         return {"saved_topic_ids": [topic["id"] for topic in topics]}
 
     return save

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from langgraph.runtime import Runtime
 
 from graphs.context import MemoryContext
+from graphs.metrics import COVERAGE_GAPS
 from graphs.state import CoverageReport, MemoryState, TopicDraft, TopicProposal
 from nodes.formatting import clip
 from stores.records import MessageRow
@@ -132,6 +133,7 @@ def make_validate(_deps: object = None):
             state.get("proposals", []),
             runtime.context.split_threshold_chars,
         )
+        COVERAGE_GAPS.inc(len(report["uncovered"]))
         return {"drafts": drafts, "coverage": report}
 
     return validate

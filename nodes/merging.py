@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from graphs.context import MemoryContext
 from graphs.deps import Deps
+from graphs.metrics import CONSOLIDATION_CANDIDATES, TOPICS_MERGED
 from graphs.state import MemoryState, MergeRecord
 from nodes.archiving import topic_metadata
 from nodes.formatting import clip, short_time, topic_embedding_text, transcript
@@ -107,6 +108,7 @@ def make_merge(deps: Deps):
                 and other_id not in gone
                 and similarity >= context.consolidation_similarity_threshold
             ]
+            CONSOLIDATION_CANDIDATES.observe(len(candidates))
             for other_id, similarity in candidates:
                 found = await asyncio.to_thread(store.topics_by_ids, user_id, [other_id])
                 if not found:
@@ -137,6 +139,7 @@ def make_merge(deps: Deps):
                 )
                 await asyncio.to_thread(vectors.delete, "topics", user_id, [source["id"]])
                 gone.add(source["id"])
+                TOPICS_MERGED.inc()
                 merges.append(
                     MergeRecord(
                         source_id=source["id"],
