@@ -17,6 +17,7 @@ from graphs.deps import Deps
 from graphs.memory import build_memory_graph
 from graphs.state import MemoryState
 from graphs.tracing import run_config
+from nodes.indexing import index_records, reindex_pending
 from stores.records import MessageRow, NewMessage
 
 
@@ -25,26 +26,15 @@ async def store_messages(
 ) -> list[MessageRow]:
     """Persist messages (all or nothing), then index them for message-level search.
 
-    The relational write comes first and alone decides what is stored; the
-    vector index can always be rebuilt from it.
+    The relational write comes first and alone decides what is stored. Indexing
+    covers every message still waiting for a vector, so a vector store that was
+    down for earlier messages is caught up here; if it is down now, the
+    messages stay stored and the error propagates.
     """
     rows = await asyncio.to_thread(deps.store.add_messages, user_id, list(messages))
-    await index_messages(deps, user_id, rows)
+    while pending := await asyncio.to_thread(deps.store.pending_vectors, user_id, "messages", 512):
+        await index_records(deps, user_id, "messages", pending)
     return rows
-
-
-async def index_messages(deps: Deps, user_id: int, rows: Sequence[MessageRow]) -> None:
-    if not rows:
-        return
-    vectors = await asyncio.to_thread(deps.embedder.encode, [row["content"] for row in rows])
-    await asyncio.to_thread(
-        deps.vectors.upsert,
-        "messages",
-        user_id,
-        [row["id"] for row in rows],
-        vectors,
-        [{"segment": row["segment"], "role": row["role"], "ts": row["ts"]} for row in rows],
-    )
 
 
 def memory_thread(user_id: int) -> RunnableConfig:
@@ -80,6 +70,7 @@ async def archive_user(
         if on_chunk is not None:
             on_chunk(state)
 
+    await reindex_pending(deps, user_id)
     if checkpointer is not None:
         snapshot = await graph.aget_state(config)
         if snapshot.next:
@@ -88,7 +79,7 @@ async def archive_user(
                 finished(state)
     while True:
         state = await graph.ainvoke(
-            {"chunk": []}, config, context=context, durability="sync" if checkpointer else None
+            {}, config, context=context, durability="sync" if checkpointer else None
         )
         if not state.get("chunk"):
             return results

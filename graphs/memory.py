@@ -14,7 +14,7 @@ from langgraph.types import RetryPolicy
 
 from graphs.context import MemoryContext
 from graphs.deps import Deps
-from graphs.state import MemoryState
+from graphs.state import MemoryInput, MemoryState
 from nodes.archiving import make_embed, make_save
 from nodes.archivist import make_extract_facts
 from nodes.chunking import make_load_chunk, route_after_load
@@ -28,7 +28,7 @@ STORAGE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, backoff_factor
 
 
 def build_memory_graph(deps: Deps) -> StateGraph:
-    builder = StateGraph(MemoryState, context_schema=MemoryContext)
+    builder = StateGraph(MemoryState, input_schema=MemoryInput, context_schema=MemoryContext)
     builder.add_node("load_chunk", make_load_chunk(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("split", make_split(deps), destinations=("validate", "segment"))
     builder.add_node("segment", make_segment(deps), retry_policy=STORAGE_RETRY)
@@ -48,13 +48,3 @@ def build_memory_graph(deps: Deps) -> StateGraph:
     builder.add_edge("extract_facts", END)
     return builder
 
-
-def __getattr__(name: str):
-    """`graph` for langgraph.json, built on first access from the environment's settings."""
-    if name == "graph":
-        from graphs.deps import default_deps
-
-        compiled = build_memory_graph(default_deps()).compile(name="memory")
-        globals()["graph"] = compiled
-        return compiled
-    raise AttributeError(name)

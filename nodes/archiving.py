@@ -16,15 +16,7 @@ from graphs.deps import Deps
 from graphs.metrics import TOPICS_EXTRACTED, TOPICS_SIZE_CHARS
 from graphs.state import MemoryState
 from nodes.formatting import topic_embedding_text
-from stores.records import TopicRow
-
-
-def topic_metadata(topic: TopicRow) -> dict:
-    return {
-        "start_msg_id": topic["start_msg_id"],
-        "end_msg_id": topic["end_msg_id"],
-        "last_ts": topic["last_message_at"],
-    }
+from nodes.indexing import index_records
 
 
 def make_embed(deps: Deps):
@@ -49,27 +41,22 @@ def make_save(deps: Deps):
             user_id,
             [(draft["summary"], draft["message_ids"]) for draft in drafts],
         )
+        # A topic saved by an interrupted earlier attempt may hold other members than
+        # this run's draft; index_records re-embeds any topic without a matching vector.
         vector_of = {
             tuple(draft["message_ids"]): vector
             for draft, vector in zip(drafts, state["topic_vectors"], strict=True)
         }
-        vectors = []
-        for topic in topics:
-            members = await asyncio.to_thread(deps.store.topic_messages, user_id, topic["id"])
-            vector = vector_of.get(tuple(message["id"] for message in members))
-            if vector is None:
-                # Saved by an interrupted earlier attempt with other members: embed what it holds.
-                text = topic_embedding_text(topic["summary"], members)
-                vector = (await asyncio.to_thread(deps.embedder.encode, [text]))[0].tolist()
-            vectors.append(vector)
-        await asyncio.to_thread(
-            deps.vectors.upsert,
-            "topics",
-            user_id,
-            [topic["id"] for topic in topics],
-            vectors,
-            [topic_metadata(topic) for topic in topics],
+        members = await asyncio.to_thread(
+            deps.store.topic_message_ids, user_id, [topic["id"] for topic in topics]
         )
+        by_external = {message["external_id"]: message["id"] for message in state["chunk"]}
+        vectors = {}
+        for topic in topics:
+            key = tuple(by_external.get(external) for external in members[topic["id"]])
+            if key in vector_of:
+                vectors[topic["id"]] = vector_of[key]
+        await index_records(deps, user_id, "topics", [topic["id"] for topic in topics], vectors)
         TOPICS_EXTRACTED.inc(len(topics))
         for topic in topics:
             TOPICS_SIZE_CHARS.observe(topic["size_chars"])

@@ -20,6 +20,7 @@ from graphs.context import MemoryContext
 from graphs.deps import Deps
 from graphs.state import FactsReport, MemoryState
 from nodes.formatting import clip, short_time, transcript
+from nodes.indexing import index_records
 from nodes.structured import ainvoke_json
 from prompts import archivist as prompt
 from stores.records import FactRow, FactType, PersonRow
@@ -68,35 +69,16 @@ def person_text(person: PersonRow) -> str:
 def make_extract_facts(deps: Deps):
     store = deps.store
 
-    async def index_facts(user_id: int, facts: list[FactRow]) -> None:
-        if facts:
-            vectors = await asyncio.to_thread(deps.embedder.encode, [f["content"] for f in facts])
-            await asyncio.to_thread(
-                deps.vectors.upsert,
-                "facts",
-                user_id,
-                [f["id"] for f in facts],
-                vectors,
-                [{"type": f["type"], "importance": f["importance"]} for f in facts],
-            )
-
-    async def index_people(user_id: int, people: list[PersonRow]) -> None:
-        if people:
-            texts = [f"{p['name']} {' '.join(p['aliases'])}: {p['bio'] or ''}" for p in people]
-            vectors = await asyncio.to_thread(deps.embedder.encode, texts)
-            await asyncio.to_thread(
-                deps.vectors.upsert, "people", user_id, [p["id"] for p in people], vectors
-            )
-
     async def apply(
         user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
     ) -> None:
         changes = await asyncio.to_thread(apply_actions, user_id, topic_id, output, report)
         touched_facts, removed_facts, touched_people, removed_people = changes
-        await index_facts(user_id, [f for f in touched_facts if f["id"] not in removed_facts])
-        await asyncio.to_thread(deps.vectors.delete, "facts", user_id, removed_facts)
-        await index_people(user_id, [p for p in touched_people if p["id"] not in removed_people])
-        await asyncio.to_thread(deps.vectors.delete, "people", user_id, removed_people)
+        # Deleted and merged-away ids are dropped from the index by index_records.
+        fact_ids = [f["id"] for f in touched_facts] + removed_facts
+        await index_records(deps, user_id, "facts", list(dict.fromkeys(fact_ids)))
+        people_ids = [p["id"] for p in touched_people] + removed_people
+        await index_records(deps, user_id, "people", list(dict.fromkeys(people_ids)))
 
     def apply_actions(
         user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport

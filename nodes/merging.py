@@ -19,8 +19,8 @@ from graphs.context import MemoryContext
 from graphs.deps import Deps
 from graphs.metrics import CONSOLIDATION_CANDIDATES, TOPICS_MERGED
 from graphs.state import MemoryState, MergeRecord
-from nodes.archiving import topic_metadata
-from nodes.formatting import clip, short_time, topic_embedding_text, transcript
+from nodes.formatting import clip, short_time, transcript
+from nodes.indexing import index_records
 from nodes.structured import ainvoke_json
 from prompts import merger as prompt
 from stores.records import TopicRow
@@ -125,19 +125,8 @@ def make_merge(deps: Deps):
                 merged = await asyncio.to_thread(
                     store.merge_topics, user_id, source["id"], target["id"], summary
                 )
-                members = await asyncio.to_thread(store.topic_messages, user_id, merged["id"])
-                vector = await asyncio.to_thread(
-                    deps.embedder.encode, [topic_embedding_text(merged["summary"], members)]
-                )
-                await asyncio.to_thread(
-                    vectors.upsert,
-                    "topics",
-                    user_id,
-                    [merged["id"]],
-                    vector,
-                    [topic_metadata(merged)],
-                )
-                await asyncio.to_thread(vectors.delete, "topics", user_id, [source["id"]])
+                # Re-embeds the target and drops the merged-away source from the index.
+                await index_records(deps, user_id, "topics", [merged["id"], source["id"]])
                 gone.add(source["id"])
                 TOPICS_MERGED.inc()
                 merges.append(

@@ -8,7 +8,9 @@ appear only as a hash (graphs/tracing.py).
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 Role = Literal["user", "assistant"]
 FactType = Literal["identity", "context", "status"]

@@ -153,6 +153,21 @@ MIGRATIONS: tuple[str, ...] = (
         CHECK (first_seq <= last_seq)
     );
     """,
+    # 3: records whose vector is not (yet) in the vector index. Written in the same
+    # transaction as the record and cleared after the upsert, so a vector store that
+    # was down never leaves a record unsearchable for good (graphs/archive.reindex_pending).
+    """
+    CREATE TABLE vector_pending (
+        user_id INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('topics', 'facts', 'people', 'messages')),
+        record_id INTEGER NOT NULL,
+        PRIMARY KEY (user_id, kind, record_id)
+    );
+    INSERT INTO vector_pending (user_id, kind, record_id)
+        SELECT user_id, 'messages', id FROM messages;
+    INSERT INTO vector_pending (user_id, kind, record_id)
+        SELECT user_id, 'topics', id FROM topics;
+    """,
 )
 
 
@@ -270,9 +285,10 @@ class RelationalStore:
             new_ids: list[int] = []
             for message in messages:
                 cursor = db.execute(
-                    """INSERT OR IGNORE INTO messages
+                    """INSERT INTO messages
                        (user_id, seq, external_id, role, author, content, created_at, ts, segment)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (user_id, external_id) DO NOTHING""",
                     (
                         user_id,
                         next_seq,
@@ -288,6 +304,7 @@ class RelationalStore:
                 if cursor.rowcount:
                     new_ids.append(cursor.lastrowid)
                     next_seq += 1
+            _mark_pending(db, user_id, "messages", new_ids)
         return self.messages_by_ids(user_id, new_ids)
 
     def messages_by_ids(self, user_id: int, ids: Sequence[int]) -> list[MessageRow]:
@@ -472,6 +489,7 @@ class RelationalStore:
                     (topic_id, user_id, *free_ids),
                 )
                 saved.append(topic_id)
+            _mark_pending(db, user_id, "topics", saved)
         return self.topics_by_ids(user_id, list(dict.fromkeys(saved)))
 
     def topics_by_ids(self, user_id: int, ids: Sequence[int]) -> list[TopicRow]:
@@ -560,6 +578,7 @@ class RelationalStore:
                 ),
             )
             db.execute("DELETE FROM topics WHERE user_id = ? AND id = ?", (user_id, source_id))
+            _mark_pending(db, user_id, "topics", [target_id])
         return self.get_topic(user_id, target_id)
 
     def topics_without_facts(self, user_id: int, limit: int) -> list[TopicRow]:
@@ -604,6 +623,29 @@ class RelationalStore:
         )
         return [(row[0], row[1]) for row in rows]
 
+    # -- the vector index's to-do list --------------------------------------------
+
+    def pending_vectors(self, user_id: int, kind: str, limit: int = 1000) -> list[int]:
+        rows = self._rows(
+            "SELECT record_id FROM vector_pending WHERE user_id = ? AND kind = ? "
+            "ORDER BY record_id LIMIT ?",
+            (user_id, kind, limit),
+        )
+        return [row[0] for row in rows]
+
+    def clear_pending_vectors(self, user_id: int, kind: str, ids: Sequence[int]) -> None:
+        if ids:
+            with self._transaction() as db:
+                db.execute(
+                    f"DELETE FROM vector_pending WHERE user_id = ? AND kind = ? "
+                    f"AND record_id IN ({_placeholders(ids)})",
+                    (user_id, kind, *ids),
+                )
+
+    def mark_pending_vectors(self, user_id: int, kind: str, ids: Sequence[int]) -> None:
+        with self._transaction() as db:
+            _mark_pending(db, user_id, kind, ids)
+
     # -- facts ------------------------------------------------------------------
 
     def add_fact(
@@ -629,6 +671,7 @@ class RelationalStore:
                 "reason, topic_id, at) VALUES (?, ?, 'add', ?, ?, ?, ?, ?)",
                 (fact_id, user_id, content.strip(), importance, reason, topic_id, stamp),
             )
+            _mark_pending(db, user_id, "facts", [fact_id])
         return self.get_fact(user_id, fact_id)
 
     def update_fact(
@@ -669,6 +712,7 @@ class RelationalStore:
                     stamp,
                 ),
             )
+            _mark_pending(db, user_id, "facts", [fact_id])
         return self.get_fact(user_id, fact_id)
 
     def delete_fact(
@@ -749,6 +793,7 @@ class RelationalStore:
                     stamp,
                 ),
             ).lastrowid
+            _mark_pending(db, user_id, "people", [person_id])
         return self.get_person(user_id, person_id)
 
     def update_person(
@@ -779,6 +824,7 @@ class RelationalStore:
                     person_id,
                 ),
             )
+            _mark_pending(db, user_id, "people", [person_id])
         return self.get_person(user_id, person_id)
 
     def merge_people(self, user_id: int, source_id: int, target_id: int) -> PersonRow:
@@ -807,6 +853,7 @@ class RelationalStore:
                 ),
             )
             db.execute("DELETE FROM people WHERE user_id = ? AND id = ?", (user_id, source_id))
+            _mark_pending(db, user_id, "people", [target_id])
         return self.get_person(user_id, target_id)
 
     def get_person(self, user_id: int, person_id: int) -> PersonRow:
@@ -828,6 +875,13 @@ class RelationalStore:
         )
         by_id = {row["id"]: _person(row) for row in rows}
         return [by_id[person_id] for person_id in ids if person_id in by_id]
+
+
+def _mark_pending(db: sqlite3.Connection, user_id: int, kind: str, ids: Sequence[int]) -> None:
+    db.executemany(
+        "INSERT OR IGNORE INTO vector_pending (user_id, kind, record_id) VALUES (?, ?, ?)",
+        [(user_id, kind, record_id) for record_id in ids],
+    )
 
 
 def _ts(value: str) -> float:

@@ -30,7 +30,7 @@ async def main(data_dir: Path, session: Path, kill_after: str) -> None:
     async with durable_checkpointer(deps.settings) as checkpointer:
         graph = build_memory_graph(deps).compile(checkpointer=checkpointer)
         async for update in graph.astream(
-            {"chunk": []},
+            {},
             memory_thread(USER_ID),
             context=context,
             stream_mode="updates",
