@@ -7,6 +7,7 @@ harness, so all three archive exactly the same way.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 
 from langchain_core.runnables import RunnableConfig
@@ -16,9 +17,12 @@ from graphs.context import MemoryContext
 from graphs.deps import Deps
 from graphs.memory import build_memory_graph
 from graphs.state import MemoryState
-from graphs.tracing import run_config
+from graphs.tracing import run_config, user_key
 from nodes.indexing import index_records, reindex_pending
 from stores.records import MessageRow, NewMessage
+from stores.vectors import VectorStoreUnavailable
+
+log = logging.getLogger(__name__)
 
 
 async def store_messages(
@@ -82,5 +86,12 @@ async def archive_user(
             {}, config, context=context, durability="sync" if checkpointer else None
         )
         if not state.get("chunk"):
-            return results
+            break
         finished(state)
+    # Whatever a node stored but could not index (a vector store that blinked) is indexed
+    # now; if the store is still down, the pending list waits for the next run.
+    try:
+        await reindex_pending(deps, user_id)
+    except VectorStoreUnavailable as error:
+        log.warning("memory run for user %s: indexing postponed: %s", user_key(user_id), error)
+    return results

@@ -41,7 +41,7 @@ def build_deps(
     return Deps(
         settings=settings,
         store=RelationalStore(settings.sqlite_path),
-        vectors=VectorStore(build_chroma_client(settings), embedder.name),
+        vectors=VectorStore(lambda: build_chroma_client(settings), embedder.name),
         embedder=embedder,
         models=models or ModelRegistry(settings),
     )

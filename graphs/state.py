@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired, TypeVar
 
-from stores.records import MessageRow
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from stores.records import FactType, MessageRow
 
 
 class TopicProposal(TypedDict):
@@ -49,6 +53,10 @@ class FactsReport(TypedDict):
     people_added: int
     people_updated: int
     people_merged: int
+
+
+class MemoryInput(TypedDict):
+    """Nothing to fill in: whose messages and how eagerly is the run's Context."""
 
 
 class MemoryState(TypedDict):
@@ -102,3 +110,63 @@ class SelectedTopic(TypedDict):
 class SelectedPerson(TypedDict):
     id: int
     reason: str
+
+
+class FactCandidate(TypedDict):
+    """A fact of the user found by vector search for this turn."""
+
+    id: int
+    content: str
+    type: FactType
+    importance: int
+    score: float
+    """Cosine similarity to the query."""
+
+
+T = TypeVar("T")
+
+
+def latest(_current: T, new: T) -> T:
+    """Reducer of a channel that one node owns: its newest write replaces the old value."""
+    return new
+
+
+RespondFallback = Literal["no_model", "api_error", "empty_reply"]
+
+
+class ResponseInput(TypedDict):
+    """One user turn as the caller hands it over: the message is already stored."""
+
+    text: str
+    message_id: NotRequired[int | None]
+    """The stored row of `text`, kept out of the window and auto-RAG; None if not stored."""
+
+
+class ResponseState(ResponseInput, total=False):
+    """One run of the response graph. `assemble` resets the responder's conversation and
+    loop counters, so a per-user thread can run turn after turn."""
+
+    query: str
+    """The search query: the enricher's rewrite, or the raw text."""
+    enrich_fallback: str | None
+    candidates: Annotated[list[TopicCandidate], latest]
+    people_candidates: Annotated[list[PersonCandidate], latest]
+    fact_candidates: Annotated[list[FactCandidate], latest]
+    selected_topics: Annotated[list[SelectedTopic], latest]
+    selected_people: Annotated[list[SelectedPerson], latest]
+    rerank_fallback: str | None
+    rerank_dropped_ids: int
+    rerank_llm_calls: int
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The responder's conversation: the assembled context, then replies and tool results."""
+    context_layers: dict[str, int]
+    """Tokens of each context layer that was included, in assembly order."""
+    context_tokens: int
+    tool_rounds: int
+    empty_replies: int
+    respond_fallback: RespondFallback | None
+    respond_error: str | None
+    answer: str
+    answered_by: Literal["responder", "synthesis", "memory"]
+    sanitized: Annotated[list[str], latest]
+    """Artefacts finalize removed from the answer (seed 002's anomaly log)."""

@@ -72,13 +72,26 @@ def make_extract_facts(deps: Deps):
     async def apply(
         user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
     ) -> None:
-        changes = await asyncio.to_thread(apply_actions, user_id, topic_id, output, report)
+        changes = await asyncio.to_thread(apply_and_mark, user_id, topic_id, output, report)
         touched_facts, removed_facts, touched_people, removed_people = changes
-        # Deleted and merged-away ids are dropped from the index by index_records.
+        # The reply is applied for good; indexing may fail (a vector store that is down) and
+        # is then caught up by reindex_pending, never by asking the Archivist again.
         fact_ids = [f["id"] for f in touched_facts] + removed_facts
-        await index_records(deps, user_id, "facts", list(dict.fromkeys(fact_ids)))
         people_ids = [p["id"] for p in touched_people] + removed_people
-        await index_records(deps, user_id, "people", list(dict.fromkeys(people_ids)))
+        try:
+            await index_records(deps, user_id, "facts", list(dict.fromkeys(fact_ids)))
+            await index_records(deps, user_id, "people", list(dict.fromkeys(people_ids)))
+        except Exception as error:  # the pending table keeps what is left to index
+            log.warning("user %s: facts stored, indexing postponed: %s", user_id, error)
+
+    def apply_and_mark(
+        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+    ) -> tuple[list[FactRow], list[int], list[PersonRow], list[int]]:
+        """The reply's actions and the topic's facts_extracted flag, in one transaction."""
+        with store.atomic():
+            changes = apply_actions(user_id, topic_id, output, report)
+            store.mark_facts_extracted(user_id, [topic_id])
+        return changes
 
     def apply_actions(
         user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
@@ -205,7 +218,6 @@ def make_extract_facts(deps: Deps):
                 )
                 continue
             await apply(user_id, topic["id"], output, report)
-            await asyncio.to_thread(store.mark_facts_extracted, user_id, [topic["id"]])
         if failures:
             report.update(status="failed", reason="; ".join(failures))
         return {"facts": report}

@@ -197,6 +197,7 @@ class RelationalStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._depth = 0
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=10.0
         )
@@ -219,14 +220,38 @@ class RelationalStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction; nested inside another (same thread), a savepoint of it."""
         with self._lock:
+            if self._depth:
+                savepoint = f"nested_{self._depth}"
+                self._db.execute(f"SAVEPOINT {savepoint}")
+                self._depth += 1
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute(f"ROLLBACK TO {savepoint}")
+                    self._db.execute(f"RELEASE {savepoint}")
+                    raise
+                finally:
+                    self._depth -= 1
+                self._db.execute(f"RELEASE {savepoint}")
+                return
             self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make several store calls one transaction: all of them happen, or none."""
+        with self._transaction():
+            yield
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

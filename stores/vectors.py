@@ -8,12 +8,16 @@ record carries its `user_id` in metadata and every read filters on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 
 from graphs.settings import Settings
@@ -33,24 +37,52 @@ def build_chroma_client(settings: Settings) -> ClientAPI:
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
 
 
+class VectorStoreUnavailable(RuntimeError):
+    """The vector store cannot be reached (a Chroma server that is down, say)."""
+
+
 class VectorStore:
     """Per-user similarity search over Topica's records.
 
     Collections are named after the embedder, so switching embedding models
-    never mixes vectors of different spaces in one index.
+    never mixes vectors of different spaces in one index. The client is
+    created on first use: with a Chroma server down, everything that needs
+    only SQLite (storing incoming messages first of all) still works.
     """
 
-    def __init__(self, client: ClientAPI, embedder_name: str) -> None:
-        self.client = client
-        namespace = re.sub(r"[^a-zA-Z0-9]+", "-", embedder_name).strip("-").lower()
-        self._collections = {
-            kind: client.get_or_create_collection(
-                f"{kind}-{namespace}",
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-            )
-            for kind in KINDS
-        }
+    def __init__(self, connect: Callable[[], ClientAPI], embedder_name: str) -> None:
+        self._connect = connect
+        self._client: ClientAPI | None = None
+        self._namespace = re.sub(r"[^a-zA-Z0-9]+", "-", embedder_name).strip("-").lower()
+        self._collections: dict[Kind, Collection] = {}
+        self._lock = threading.Lock()
+
+    def _collection(self, kind: Kind) -> Collection:
+        with self._lock:
+            if kind not in self._collections:
+                try:
+                    if self._client is None:
+                        self._client = self._connect()
+                    self._collections[kind] = self._client.get_or_create_collection(
+                        f"{kind}-{self._namespace}",
+                        embedding_function=None,
+                        configuration={"hnsw": {"space": "cosine"}},
+                    )
+                except Exception as error:
+                    self._client = None
+                    raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
+            return self._collections[kind]
+
+    @contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turn a lost connection into VectorStoreUnavailable and reconnect next time."""
+        try:
+            yield
+        except (httpx.HTTPError, OSError) as error:
+            with self._lock:
+                self._client = None
+                self._collections.clear()
+            raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
 
     def upsert(
         self,
@@ -63,17 +95,19 @@ class VectorStore:
         if not ids:
             return
         extra = metadatas or [{} for _ in ids]
-        self._collections[kind].upsert(
-            ids=[str(record_id) for record_id in ids],
-            embeddings=np.asarray(vectors, dtype=np.float32),
-            metadatas=[{**meta, "user_id": user_id} for meta in extra],
-        )
+        with self._reachable():
+            self._collection(kind).upsert(
+                ids=[str(record_id) for record_id in ids],
+                embeddings=np.asarray(vectors, dtype=np.float32),
+                metadatas=[{**meta, "user_id": user_id} for meta in extra],
+            )
 
     def delete(self, kind: Kind, user_id: int, ids: Sequence[int]) -> None:
         if ids:
-            self._collections[kind].delete(
-                ids=[str(record_id) for record_id in ids], where={"user_id": user_id}
-            )
+            with self._reachable():
+                self._collection(kind).delete(
+                    ids=[str(record_id) for record_id in ids], where={"user_id": user_id}
+                )
 
     def query(
         self,
@@ -84,16 +118,16 @@ class VectorStore:
         where: dict[str, Any] | None = None,
     ) -> list[tuple[int, float]]:
         """(record id, cosine similarity) of the user's nearest records, best first."""
-        collection = self._collections[kind]
         condition: dict[str, Any] = {"user_id": user_id}
         if where:
             condition = {"$and": [condition, *({key: value} for key, value in where.items())]}
-        result = collection.query(
-            query_embeddings=[np.asarray(vector, dtype=np.float32)],
-            n_results=max(1, limit),
-            where=condition,
-            include=["distances"],
-        )
+        with self._reachable():
+            result = self._collection(kind).query(
+                query_embeddings=[np.asarray(vector, dtype=np.float32)],
+                n_results=max(1, limit),
+                where=condition,
+                include=["distances"],
+            )
         ids = result["ids"][0]
         distances = result["distances"][0]
         return [
@@ -104,15 +138,18 @@ class VectorStore:
     def vectors(self, kind: Kind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not ids:
             return {}
-        result = self._collections[kind].get(
-            ids=[str(record_id) for record_id in ids],
-            where={"user_id": user_id},
-            include=["embeddings"],
-        )
+        with self._reachable():
+            result = self._collection(kind).get(
+                ids=[str(record_id) for record_id in ids],
+                where={"user_id": user_id},
+                include=["embeddings"],
+            )
         return {
             int(record_id): np.asarray(vector, dtype=np.float32)
             for record_id, vector in zip(result["ids"], result["embeddings"], strict=True)
         }
 
     def count(self, kind: Kind, user_id: int) -> int:
-        return len(self._collections[kind].get(where={"user_id": user_id}, include=[])["ids"])
+        with self._reachable():
+            found = self._collection(kind).get(where={"user_id": user_id}, include=[])
+        return len(found["ids"])

@@ -1,0 +1,161 @@
+"""Saved sessions (JSONL): a valid file is read in order; any bad line fails the whole file
+with its line number, and the real ingest path stores nothing of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphs.archive import archive_user, store_messages
+from graphs.deps import Deps
+from stores.sessions import SessionFormatError, parse_session, read_session
+
+
+def line(**fields) -> str:
+    return json.dumps(fields, ensure_ascii=False)
+
+
+GOOD = [
+    line(
+        id="a1",
+        role="user",
+        content="Привет! Planning a trip",
+        created_at="2026-03-02T09:00:00+01:00",
+        author="Alexei",
+    ),
+    line(id="a2", role="assistant", content="Where to?", created_at="2026-03-02T09:01:00+01:00"),
+    line(role="user", content="Valencia", created_at="2026-03-02T09:02:00"),
+]
+
+
+def write_session(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_valid_file_is_read_in_order_with_all_fields(tmp_path: Path):
+    messages = read_session(write_session(tmp_path, [GOOD[0], "", GOOD[1], "   ", GOOD[2]]))
+
+    assert [m["external_id"] for m in messages[:2]] == ["a1", "a2"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[0] == {
+        "external_id": "a1",
+        "role": "user",
+        "content": "Привет! Planning a trip",
+        "created_at": "2026-03-02T09:00:00+01:00",
+        "author": "Alexei",
+    }
+    assert messages[1]["author"] is None
+
+
+def test_a_line_without_id_gets_a_stable_content_hash_id():
+    first = parse_session("\n".join(GOOD))[2]["external_id"]
+    again = parse_session("\n".join(GOOD))[2]["external_id"]
+    edited = parse_session(GOOD[2].replace("Valencia", "Madrid"))[0]["external_id"]
+
+    assert first.startswith("h:")
+    assert first == again
+    assert edited != first
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "expected"),
+    [
+        ('{"id": "x", "role": "user", "content": "unterminated', "not valid JSON"),
+        ("not json at all", "not valid JSON"),
+        (line(id="x", role="user", created_at="2026-03-02T09:05:00"), "content"),
+        (line(id="x", content="hi", created_at="2026-03-02T09:05:00"), "role"),
+        (line(id="x", role="system", content="hi", created_at="2026-03-02T09:05:00"), "role"),
+        (line(id="x", role="user", content="hi", created_at="yesterday"), "created_at"),
+        (line(id="x", role="user", content="hi", created_at="2026-13-45T09:00:00"), "month"),
+        (line(id="x", role="user", content="hi"), "created_at"),
+        (line(id="x", role="user", content=42, created_at="2026-03-02T09:05:00"), "content"),
+        (line(id="x", role="user", content="hi", created_at="2026-03-02", mood="happy"), "mood"),
+        ("[1, 2, 3]", "valid dictionary"),
+        (
+            line(id="a2", role="user", content="dup", created_at="2026-03-02T09:05:00"),
+            "already used on line 2",
+        ),
+    ],
+    ids=[
+        "truncated-json",
+        "not-json",
+        "missing-content",
+        "missing-role",
+        "bad-role",
+        "bad-timestamp",
+        "impossible-date",
+        "missing-timestamp",
+        "content-not-text",
+        "unknown-field",
+        "not-an-object",
+        "duplicate-id",
+    ],
+)
+def test_a_bad_line_fails_the_file_naming_its_line_number(tmp_path: Path, bad_line, expected):
+    path = write_session(tmp_path, [*GOOD, bad_line, GOOD[0].replace("a1", "a9")])
+
+    with pytest.raises(SessionFormatError) as error:
+        read_session(path)
+
+    message = str(error.value)
+    assert message.startswith(f"{path}:4:")
+    assert expected in message
+
+
+def test_line_numbers_count_blank_lines():
+    text = "\n".join([GOOD[0], "", "", "{broken"])
+    with pytest.raises(SessionFormatError, match=r"^demo\.jsonl:4: not valid JSON"):
+        parse_session(text, "demo.jsonl")
+
+
+def test_an_empty_file_is_an_error(tmp_path: Path):
+    with pytest.raises(SessionFormatError, match="no messages"):
+        read_session(write_session(tmp_path, ["", "  "]))
+
+
+def test_unreadable_files_are_session_errors(tmp_path: Path):
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SessionFormatError, match="not UTF-8"):
+        read_session(binary)
+    with pytest.raises(SessionFormatError, match=r"missing\.jsonl"):
+        read_session(tmp_path / "missing.jsonl")
+
+
+async def ingest(deps: Deps, path: Path, user_id: int) -> None:
+    """The ingest path of the command line: read the whole file, store it, archive it."""
+    await store_messages(deps, user_id, read_session(path))
+    await archive_user(deps, user_id, archive_all=True)
+
+
+async def test_ingesting_a_malformed_file_stores_nothing(tmp_path: Path, deps: Deps):
+    bad = line(id="z", role="robot", content="beep", created_at="2026-03-02T10:00:00")
+    path = write_session(tmp_path, [*GOOD, bad])
+
+    with pytest.raises(SessionFormatError, match=":4: role"):
+        await ingest(deps, path, user_id=1)
+
+    assert deps.store.message_count(1) == 0
+    assert deps.store.user_ids() == []
+    assert deps.vectors.count("messages", 1) == 0
+
+
+async def test_ingesting_the_corrected_file_stores_and_archives_every_message(
+    tmp_path: Path, deps: Deps
+):
+    path = write_session(tmp_path, GOOD)
+
+    await ingest(deps, path, user_id=1)
+
+    stored = deps.store.all_messages(1)
+    assert [row["content"] for row in stored] == [
+        "Привет! Planning a trip",
+        "Where to?",
+        "Valencia",
+    ]
+    assert deps.vectors.count("messages", 1) == 3
+    assert all(row["topic_id"] is not None for row in stored)

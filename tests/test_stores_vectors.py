@@ -1,0 +1,93 @@
+"""The Chroma vector store: every read and delete is scoped to one user."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stores.embedders import normalise
+from stores.vectors import VectorStore, build_chroma_client
+
+
+@pytest.fixture
+def vectors(tmp_path: Path, make_settings) -> VectorStore:
+    settings = make_settings(tmp_path)
+    return VectorStore(lambda: build_chroma_client(settings), "test-embedder")
+
+
+def unit(*values: float) -> np.ndarray:
+    return normalise(np.asarray([values], dtype=np.float32))
+
+
+QUERY = unit(1, 0, 0, 0)
+
+
+def test_query_returns_only_the_users_records_even_when_another_user_is_nearer(
+    vectors: VectorStore,
+):
+    vectors.upsert("topics", 1, [10, 11], np.vstack([unit(1, 1, 0, 0), unit(0, 1, 0, 0)]))
+    vectors.upsert("topics", 2, [20], QUERY)  # identical to the query
+
+    found = vectors.query("topics", 1, QUERY[0], limit=5)
+
+    assert [record_id for record_id, _ in found] == [10, 11]
+    assert found[0][1] == pytest.approx(np.sqrt(0.5), abs=1e-4)
+    assert found[1][1] == pytest.approx(0.0, abs=1e-4)
+    assert vectors.query("topics", 2, QUERY[0], limit=5) == [(20, pytest.approx(1.0, abs=1e-4))]
+
+
+def test_query_combines_the_user_filter_with_a_metadata_filter(vectors: VectorStore):
+    vectors.upsert(
+        "messages",
+        1,
+        [1, 2],
+        np.vstack([QUERY, unit(1, 0.1, 0, 0)]),
+        [{"segment": 0}, {"segment": 1}],
+    )
+    vectors.upsert("messages", 2, [3], QUERY, [{"segment": 1}])
+
+    assert [i for i, _ in vectors.query("messages", 1, QUERY[0], 5, where={"segment": 1})] == [2]
+
+
+def test_upsert_replaces_a_records_vector_and_metadata(vectors: VectorStore):
+    vectors.upsert("facts", 1, [5], unit(0, 1, 0, 0), [{"importance": 10}])
+    vectors.upsert("facts", 1, [5], QUERY, [{"importance": 90}])
+
+    assert vectors.count("facts", 1) == 1
+    assert vectors.query("facts", 1, QUERY[0], 1) == [(5, pytest.approx(1.0, abs=1e-4))]
+    assert vectors.query("facts", 1, QUERY[0], 1, where={"importance": 90})[0][0] == 5
+
+
+def test_delete_removes_the_users_records_only(vectors: VectorStore):
+    vectors.upsert("people", 1, [1, 2], np.vstack([QUERY, unit(0, 1, 0, 0)]))
+    vectors.upsert("people", 2, [3], QUERY)
+
+    vectors.delete("people", 2, [1])  # user 2 cannot delete user 1's record
+    assert vectors.count("people", 1) == 2
+
+    vectors.delete("people", 1, [1, 3])  # nor can user 1 delete user 2's
+    assert [i for i, _ in vectors.query("people", 1, QUERY[0], 5)] == [2]
+    assert vectors.count("people", 2) == 1
+
+
+def test_vectors_are_read_back_per_user(vectors: VectorStore):
+    vectors.upsert("topics", 1, [1], QUERY)
+    vectors.upsert("topics", 2, [2], unit(0, 0, 1, 0))
+
+    own = vectors.vectors("topics", 1, [1, 2])
+
+    assert list(own) == [1]
+    np.testing.assert_allclose(own[1], QUERY[0], atol=1e-6)
+
+
+def test_collections_are_kept_apart_per_kind_and_per_embedder(tmp_path: Path, make_settings):
+    client = build_chroma_client(make_settings(tmp_path))
+    first = VectorStore(lambda: client, "model A")
+    second = VectorStore(lambda: client, "model-B")
+    first.upsert("topics", 1, [1], QUERY)
+
+    assert first.count("topics", 1) == 1
+    assert first.count("facts", 1) == 0
+    assert second.count("topics", 1) == 0
