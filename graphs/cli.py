@@ -28,8 +28,10 @@ from graphs.state import MemoryState
 from stores.records import TopicRow
 from stores.relational import StoreError
 from stores.sessions import SessionFormatError, read_session
+from stores.vectors import VectorStoreUnavailable
 
 EXIT_BAD_INPUT = 2
+EXIT_UNAVAILABLE = 3
 
 console = Console(stderr=True)
 out = Console(soft_wrap=True)
@@ -265,6 +267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SessionFormatError, StoreError, CommandError) as error:
         print(f"topica: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except VectorStoreUnavailable as error:
+        print(
+            f"topica: error: {error} (everything received is stored; "
+            "it is indexed on the next run)",
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         print("topica: interrupted", file=sys.stderr)
         return 130
