@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import logging
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
@@ -267,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SessionFormatError, StoreError, CommandError) as error:
         print(f"topica: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except sqlite3.OperationalError as error:
+        print(f"topica: error: database unavailable: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except VectorStoreUnavailable as error:
         print(
             f"topica: error: {error} (everything received is stored; "

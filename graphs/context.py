@@ -57,6 +57,41 @@ class ResponseContext:
     rerank_timeout_s: float = 10.0
     excerpt_threshold_chars: int = 25_000
 
+    # Hybrid search beyond the topic vectors: message hits vote for their topics.
+    message_hits_count: int = 50
+    """Length of each message-level ranked list (vectors, full text) in the fusion."""
+    fact_candidates_count: int = 10
+    facts_threshold: float = 0.35
+    people_candidates_count: int = 20
+    people_threshold: float = 0.30
+
+    # Context assembly (seeds 002-004): the session window and one token budget per layer.
+    sliding_window_messages: int = 20
+    summary_refresh_messages: int = 20
+    """The rolling summary is rewritten once this many messages have left the window."""
+    system_budget_tokens: int = 1_000
+    """The system prompt with the date and the core identity facts."""
+    summary_budget_tokens: int = 500
+    auto_rag_budget_tokens: int = 400
+    topics_budget_tokens: int = 8_000
+    people_budget_tokens: int = 500
+    facts_budget_tokens: int = 500
+    window_budget_tokens: int = 3_000
+    """The sliding window; the auto-RAG block is taken out of it (seed 004)."""
+    current_message_budget_tokens: int = 4_000
+
+    # Auto-RAG over the current segment (seed 004).
+    auto_rag_top_k: int = 3
+    auto_rag_search_limit: int = 20
+    auto_rag_min_similarity: float = 0.30
+    """Cosine to the current message below which a hit is not relevant (local USE scale)."""
+    auto_rag_min_message_tokens: int = 10
+    """Shorter messages ("ok", "thanks") are never recalled."""
+
+    # The responder's tool loop (seed 002).
+    max_tool_iterations: int = 5
+    """Tool rounds before the synthesis turn, which has the tools switched off."""
+
     @classmethod
     def from_settings(cls, settings: Settings, *, user_id: int, **overrides) -> ResponseContext:
         values = {

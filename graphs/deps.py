@@ -40,7 +40,7 @@ def build_deps(
     embedder = embedder or build_embedder(settings)
     return Deps(
         settings=settings,
-        store=RelationalStore(settings.sqlite_path),
+        store=RelationalStore(settings.sqlite_path, settings.sqlite_busy_timeout_s),
         vectors=VectorStore(lambda: build_chroma_client(settings), embedder.name),
         embedder=embedder,
         models=models or ModelRegistry(settings),

@@ -9,6 +9,8 @@ one topic. A run with no ready chunk ends right after `load_chunk`.
 
 from __future__ import annotations
 
+import sqlite3
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
@@ -24,7 +26,12 @@ from nodes.splitter import make_segment, make_split
 
 # Transient store or embedding-endpoint failures (a locked database, a Chroma
 # server restarting) are retried; the nodes are idempotent.
-STORAGE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, backoff_factor=2.0)
+STORAGE_RETRY = RetryPolicy(
+    max_attempts=3,
+    initial_interval=0.5,
+    backoff_factor=2.0,
+    retry_on=(sqlite3.OperationalError, ConnectionError),
+)
 
 
 def build_memory_graph(deps: Deps) -> StateGraph:
@@ -47,4 +54,3 @@ def build_memory_graph(deps: Deps) -> StateGraph:
     builder.add_edge("merge", "extract_facts")
     builder.add_edge("extract_facts", END)
     return builder
-

@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 AgentName = Literal["splitter", "merger", "archivist", "enricher", "reranker", "responder"]
 AGENTS: tuple[AgentName, ...] = (
@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     )
 
     data_dir: Path = Field(default=Path("data"), description="SQLite, Chroma and checkpoints.")
+    sqlite_busy_timeout_s: float = 10.0
 
     # Chat models: any OpenAI-compatible endpoint. No model = the non-LLM path.
     llm_base_url: str | None = None
@@ -77,6 +78,42 @@ class Settings(BaseSettings):
     # Retrieval (seed 000 "retrieval", seed 001 limits).
     topics_threshold: float = 0.60
     retrieved_topics_count: int = 50
+
+    # Telegram bot (seed 002).
+    telegram_token: SecretStr | None = None
+    telegram_api_url: str = Field(
+        default="https://api.telegram.org", description="Bot API server base URL."
+    )
+    allowed_user_ids: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, description="Comma-separated Telegram user ids; empty = nobody."
+    )
+    turn_wait_s: float = Field(default=2.0, description="Quiet time that closes a message group.")
+    webhook_url: str | None = Field(
+        default=None, description="Public HTTPS URL for updates; unset = long polling."
+    )
+    webhook_secret: SecretStr | None = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8080
+    memory_worker_interval_s: float = 60.0
+    memory_worker_max_backoff_s: float = 3600.0
+    max_file_bytes: int = Field(
+        default=20 * 1024 * 1024, description="Largest file the bot downloads (Bot API: 20 MB)."
+    )
+    max_document_chars: int = Field(
+        default=100_000, description="Text taken from one PDF or text document."
+    )
+    shutdown_timeout_s: float = Field(
+        default=30.0, description="How long in-flight turns and memory runs may finish."
+    )
+
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _comma_separated_ids(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [int(part) for part in value.replace(" ", "").split(",") if part]
+        if isinstance(value, int):
+            return [value]
+        return value
 
     def model_for(self, agent: AgentName) -> str | None:
         """The model an agent uses: its own override, else the default, else none."""

@@ -192,18 +192,18 @@ def _placeholders(values: Sequence[Any]) -> str:
 class RelationalStore:
     """SQLite persistence for one Topica installation (all users, strictly separated)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, busy_timeout_s: float = 10.0) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
         self._db = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+            self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s
         )
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode = WAL")
         self._migrate()

@@ -37,7 +37,7 @@ def build_chroma_client(settings: Settings) -> ClientAPI:
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
 
 
-class VectorStoreUnavailable(RuntimeError):
+class VectorStoreUnavailable(ConnectionError):
     """The vector store cannot be reached (a Chroma server that is down, say)."""
 
 
