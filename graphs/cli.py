@@ -26,6 +26,7 @@ from graphs.archive import archive_user, store_messages
 from graphs.deps import Deps, build_deps, durable_checkpointer
 from graphs.settings import Settings
 from graphs.state import MemoryState
+from graphs.turns import chat_session, run_turn
 from stores.records import TopicRow
 from stores.relational import StoreError
 from stores.sessions import SessionFormatError, read_session
@@ -191,19 +192,87 @@ async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
     print_json(export_user(deps, args.user))
 
 
+def show_turn(question: str, result: dict[str, Any]) -> None:
+    out.print(f"[bold cyan]?[/] {question}")
+    table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("topic", justify="right", no_wrap=True)
+    table.add_column("messages", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("why", ratio=1)
+    for rank, topic in enumerate(result["topics"], start=1):
+        table.add_row(
+            str(rank),
+            str(topic["id"]),
+            f"{topic['start_msg_id']}…{topic['end_msg_id']}",
+            f"{topic['score']:.3f}",
+            topic["reason"],
+        )
+    out.print(table)
+    fallback = f"; reranker fallback: {result['fallback']}" if result["fallback"] else ""
+    out.print(
+        f"[dim]{result['context_tokens']} context tokens, {result['llm_calls']} LLM calls"
+        f"{fallback}[/]"
+    )
+    out.print(result["answer"])
+    out.print()
+
+
+async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
+    if not args.question.strip():
+        raise CommandError("the question is empty")
+    async with durable_checkpointer(deps.settings) as checkpointer:
+        result = await run_turn(deps, args.user, args.question, checkpointer=checkpointer)
+    if args.json:
+        print_json(result)
+    else:
+        show_turn(args.question, result)
+
+
+async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
+    def read_line() -> str | None:
+        try:
+            return input("you> ")
+        except EOFError:
+            return None
+
+    async def read() -> str | None:
+        return await asyncio.to_thread(read_line)
+
+    def write(answer: str) -> None:
+        out.print(f"[bold green]topica>[/] {answer}")
+
+    out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
+    async with durable_checkpointer(deps.settings) as checkpointer:
+        await chat_session(deps, args.user, read, write, checkpointer=checkpointer)
+
+
+DEMO_QUESTIONS = (
+    "Что сказал ветеринар про Марципана?",
+    "What shoes did I buy for the half-marathon?",
+    "В каком ресторане будем праздновать юбилей мамы?",
+)
+
+
 async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
         async with durable_checkpointer(deps.settings) as checkpointer:
             result = await ingest(deps, path, args.user, False, checkpointer)
-        show_ingest(result, path)
+            show_ingest(result, path)
+            out.rule("[bold]Recall[/]: three questions, answered from memory")
+            for question in DEMO_QUESTIONS:
+                turn = await run_turn(deps, args.user, question, checkpointer=checkpointer)
+                show_turn(question, turn)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Deps], Coroutine[Any, Any, None]]] = {
     "ingest": cmd_ingest,
     "topics": cmd_topics,
     "export": cmd_export,
+    "ask": cmd_ask,
+    "chat": cmd_chat,
     "demo": cmd_demo,
 }
 
@@ -227,6 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_parser.add_argument("file", help="JSONL session file")
     commands.add_parser("topics", parents=[common, user, as_json], help="list a user's topics")
     commands.add_parser("export", parents=[common, user], help="all memory of a user as JSON")
+    ask_parser = commands.add_parser(
+        "ask", parents=[common, user, as_json], help="one turn: recall and answer, stored"
+    )
+    ask_parser.add_argument("question", help="the user's message")
+    commands.add_parser(
+        "chat", parents=[common, user], help="an interactive session in the terminal"
+    )
     commands.add_parser(
         "demo", parents=[common, user], help="ingest the bundled example session (temporary data)"
     )

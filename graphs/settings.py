@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-AgentName = Literal["splitter", "merger", "archivist", "enricher", "reranker", "responder"]
+AgentName = Literal[
+    "splitter", "merger", "archivist", "enricher", "reranker", "responder", "summariser"
+]
 AGENTS: tuple[AgentName, ...] = (
     "splitter",
     "merger",
@@ -22,6 +24,7 @@ AGENTS: tuple[AgentName, ...] = (
     "enricher",
     "reranker",
     "responder",
+    "summariser",
 )
 
 
@@ -56,6 +59,7 @@ class Settings(BaseSettings):
     enricher_model: str | None = None
     reranker_model: str | None = None
     responder_model: str | None = None
+    summariser_model: str | None = None
 
     # Embeddings.
     embeddings_provider: EmbeddingsProvider = EmbeddingsProvider.LOCAL

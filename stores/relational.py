@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from stores.fulltext import fts_match_expression
 from stores.records import (
@@ -447,21 +447,29 @@ class RelationalStore:
         first_seq: int,
         last_seq: int,
         summary: str,
-        written_by: str,
+        written_by: Literal["llm", "extractive"],
     ) -> SessionSummaryRow:
         """Replace the segment's rolling summary (it covers messages first_seq..last_seq)."""
         if not summary.strip():
             raise StoreError("a session summary needs content")
+        row = SessionSummaryRow(
+            user_id=user_id,
+            segment=segment,
+            first_seq=first_seq,
+            last_seq=last_seq,
+            summary=summary.strip(),
+            written_by=written_by,
+            updated_at=now_iso(),
+        )
         with self._transaction() as db:
             self._ensure_user(db, user_id)
             db.execute(
                 "INSERT OR REPLACE INTO session_summaries (user_id, segment, first_seq, "
-                "last_seq, summary, written_by, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (user_id, segment, first_seq, last_seq, summary.strip(), written_by, now_iso()),
+                "last_seq, summary, written_by, updated_at) VALUES (:user_id, :segment, "
+                ":first_seq, :last_seq, :summary, :written_by, :updated_at)",
+                row,
             )
-        found = self.session_summary(user_id, segment)
-        assert found is not None
-        return found
+        return row
 
     # -- topics -----------------------------------------------------------------
 

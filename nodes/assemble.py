@@ -1,0 +1,261 @@
+"""Assemble: the responder's context, layer by layer, each within its token budget.
+
+The layers, in the seeds' order (002-004): the system prompt with the date and the core
+identity facts; the rolling summary of the session's older unarchived messages; the
+auto-RAG block "From earlier in this conversation"; the recalled topics (content, or the
+reranker's excerpt of a large topic); people; other relevant facts; the sliding window of
+recent messages; the current message. Layers 1-6 form the system message, the window and
+the current message follow as chat turns. Summary and auto-RAG exist only once the
+segment (since the last `/new`) is longer than the window, and auto-RAG's tokens are
+taken out of the window's budget (seed 004).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.runtime import Runtime
+
+from graphs.context import ResponseContext
+from graphs.deps import Deps
+from graphs.state import FactCandidate, ResponseState, SelectedPerson, SelectedTopic
+from nodes.auto_rag import relevant_earlier_messages
+from nodes.budget import (
+    CHARS_PER_TOKEN,
+    lines_within,
+    message_tokens,
+    tokens,
+    truncate_to_tokens,
+)
+from nodes.clock import prompt_date, turn_moment
+from nodes.formatting import transcript
+from nodes.search import person_description
+from nodes.session_summary import session_summary
+from nodes.topic_content import render_topics_content
+from prompts import responder as prompt
+from stores.records import FactRow, MessageRow
+from stores.relational import RelationalStore
+
+# Room left in the topics budget for the section's own wording and the reasons' framing.
+TOPICS_FRAME_TOKENS = 60
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """The current segment (since the last `/new`) as this turn sees it.
+
+    The session is the segment's unarchived part: its newest messages are the window,
+    the ones before it are what the rolling summary covers. Archived messages are
+    long-term memory, recalled as topics (seed 002).
+    """
+
+    segment: int
+    history_size: int
+    """How many messages the segment held before the current one."""
+    window_size: int
+    window: list[MessageRow]
+    older_unarchived: list[MessageRow]
+
+    @property
+    def longer_than_window(self) -> bool:
+        """Seed 004's safeguard: a shorter segment needs neither summary nor auto-RAG."""
+        return self.history_size > self.window_size
+
+
+def session_view(
+    store: RelationalStore, user_id: int, message_id: int | None, window_size: int
+) -> SessionView:
+    segment = store.current_segment(user_id)
+    history = [m for m in store.segment_messages(user_id, segment) if m["id"] != message_id]
+    unarchived = [m for m in history if m["topic_id"] is None]
+    split = max(0, len(unarchived) - window_size)
+    return SessionView(
+        segment=segment,
+        history_size=len(history),
+        window_size=window_size,
+        window=unarchived[split:],
+        older_unarchived=unarchived[:split],
+    )
+
+
+def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> str:
+    """The base prompt with the date and as many core facts as the system budget holds."""
+    date = prompt_date(turn_moment(context))
+    base = prompt.SYSTEM.format(date=date, profile="")
+    lines = [f"- [{fact['id']}] {fact['content']}" for fact in core_facts]
+    kept = lines_within(lines, context.system_budget_tokens - tokens(base))
+    return prompt.SYSTEM.format(date=date, profile="\n".join(kept) or prompt.NO_PROFILE)
+
+
+def summary_section(summary: str, budget: int) -> str:
+    frame = tokens(prompt.SUMMARY_SECTION.format(summary=""))
+    return prompt.SUMMARY_SECTION.format(summary=truncate_to_tokens(summary, budget - frame))
+
+
+def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> str:
+    """The best hits that fit the budget whole, shown in conversation order."""
+    frame = tokens(prompt.AUTO_RAG_SECTION.format(messages=""))
+    lines = lines_within([transcript([m]) for m in messages], budget - frame)
+    if not lines:
+        return ""
+    kept = sorted(messages[: len(lines)], key=lambda m: m["seq"])
+    return prompt.AUTO_RAG_SECTION.format(messages=transcript(kept))
+
+
+def topics_section(
+    store: RelationalStore, user_id: int, selected: Sequence[SelectedTopic], budget: int
+) -> str:
+    if not selected:
+        return ""
+    reasons = "\n".join(f"- Topic {topic['id']}: {topic['reason']}" for topic in selected)
+    content_budget = budget - tokens(reasons) - TOPICS_FRAME_TOKENS
+    content = render_topics_content(
+        store,
+        user_id,
+        [topic["id"] for topic in selected],
+        excerpts={topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]},
+        max_chars=max(0, content_budget) * CHARS_PER_TOKEN,
+    )
+    section = prompt.TOPICS_SECTION.format(reasons=reasons, content=content)
+    return truncate_to_tokens(section, budget)
+
+
+def people_section(
+    store: RelationalStore, user_id: int, selected: Sequence[SelectedPerson], budget: int
+) -> str:
+    reasons = {person["id"]: person["reason"] for person in selected}
+    people = store.people_by_ids(user_id, list(reasons))
+    lines = []
+    for person in people:
+        description = person_description(person["circle"], person["aliases"], person["bio"])
+        detail = f" ({description})" if description else ""
+        lines.append(f"- {person['name']}{detail} — {reasons[person['id']]}")
+    frame = tokens(prompt.PEOPLE_SECTION.format(people=""))
+    kept = lines_within(lines, budget - frame)
+    return prompt.PEOPLE_SECTION.format(people="\n".join(kept)) if kept else ""
+
+
+def facts_section(candidates: Sequence[FactCandidate], core_ids: set[int], budget: int) -> str:
+    lines = [
+        f"- [{fact['id']}] {fact['type']}, {fact['importance']}: {fact['content']}"
+        for fact in candidates
+        if fact["id"] not in core_ids
+    ]
+    frame = tokens(prompt.FACTS_SECTION.format(facts=""))
+    kept = lines_within(lines, budget - frame)
+    return prompt.FACTS_SECTION.format(facts="\n".join(kept)) if kept else ""
+
+
+def chat_turn(message: MessageRow) -> BaseMessage:
+    if message["role"] == "assistant":
+        return AIMessage(message["content"])
+    return HumanMessage(message["content"])
+
+
+def window_turns(window: Sequence[MessageRow], budget: int) -> list[BaseMessage]:
+    """The newest window messages that fit the budget; the oldest go first."""
+    turns = [chat_turn(message) for message in window]
+    while turns and message_tokens(turns) > budget:
+        turns.pop(0)
+    return turns
+
+
+def recalled_sections(
+    store: RelationalStore,
+    user_id: int,
+    state: ResponseState,
+    core_ids: set[int],
+    context: ResponseContext,
+) -> list[tuple[str, str]]:
+    """Layers 4-6: what the reranker chose and the relevant facts, as (layer, text)."""
+    return [
+        (
+            "topics",
+            topics_section(
+                store, user_id, state.get("selected_topics") or [], context.topics_budget_tokens
+            ),
+        ),
+        (
+            "people",
+            people_section(
+                store, user_id, state.get("selected_people") or [], context.people_budget_tokens
+            ),
+        ),
+        (
+            "facts",
+            facts_section(
+                state.get("fact_candidates") or [], core_ids, context.facts_budget_tokens
+            ),
+        ),
+    ]
+
+
+def make_assemble(deps: Deps):
+    store = deps.store
+
+    async def session_sections(
+        state: ResponseState, context: ResponseContext, view: SessionView
+    ) -> list[tuple[str, str]]:
+        """Layers 2-3, only for a segment longer than the window (seeds 003, 004)."""
+        if not view.longer_than_window:
+            return []
+        summary = await session_summary(deps, context, view.segment, view.older_unarchived)
+        shown = {message["id"] for message in view.window}
+        if state.get("message_id") is not None:
+            shown.add(state["message_id"])
+        recalled = {topic["id"] for topic in state.get("selected_topics") or []}
+        earlier = await asyncio.to_thread(
+            relevant_earlier_messages, deps, context, state["text"], view.segment, shown, recalled
+        )
+        return [
+            ("summary", summary_section(summary, context.summary_budget_tokens) if summary else ""),
+            ("auto_rag", auto_rag_section(earlier, context.auto_rag_budget_tokens)),
+        ]
+
+    async def assemble(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
+        context = runtime.context
+        user_id = context.user_id
+        view = await asyncio.to_thread(
+            session_view, store, user_id, state.get("message_id"), context.sliding_window_messages
+        )
+        core_facts = await asyncio.to_thread(store.core_facts, user_id)
+        system = system_prompt(core_facts, context)
+        sections = await session_sections(state, context, view)
+        sections += await asyncio.to_thread(
+            recalled_sections, store, user_id, state, {f["id"] for f in core_facts}, context
+        )
+        included = [(name, text) for name, text in sections if text]
+        layers = {"system": tokens(system), **{name: tokens(text) for name, text in included}}
+        system_message = SystemMessage("\n\n".join([system, *(text for _, text in included)]))
+
+        window = window_turns(view.window, context.window_budget_tokens - layers.get("auto_rag", 0))
+        if window:
+            layers["window"] = message_tokens(window)
+        current = HumanMessage(
+            truncate_to_tokens(state["text"], context.current_message_budget_tokens)
+        )
+        layers["current"] = tokens(current.text)
+        messages = [system_message, *window, current]
+        return {
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],
+            "context_layers": layers,
+            "context_tokens": message_tokens(messages),
+            "tool_rounds": 0,
+            "empty_replies": 0,
+            "respond_fallback": None,
+            "respond_error": None,
+            "answer": "",
+            "sanitized": [],
+        }
+
+    return assemble

@@ -1,0 +1,218 @@
+"""Context assembly (seeds 002-004): layers, budgets, the rolling summary, auto-RAG, `/new`.
+
+The conversation is stored unarchived in the current segment, as during a live chat;
+`assemble` runs alone on real SQLite + Chroma with the local embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from graphs.archive import store_messages
+from graphs.context import ResponseContext
+from graphs.deps import Deps
+from graphs.state import ResponseState, SelectedTopic
+from nodes.assemble import make_assemble, topics_section, window_turns
+from nodes.budget import tokens, truncate_to_tokens
+from nodes.session_summary import extractive_summary, needs_refresh
+from stores.records import NewMessage
+from tests.conftest import BASE_TIME, new_messages
+from tests.support.openai_server import ScriptedOpenAI, http_error
+
+pytestmark = pytest.mark.timeout(60)
+
+USER = 1
+NOW = "2026-03-02T12:00:00+00:00"
+PASSPORT = "My passport expires on 12 May 2027, and the renewal at the Bürgeramt costs 70 euros."
+FILLER = [
+    "Let's plan the week: gym on Monday and Thursday, groceries on Wednesday evening.",
+    "Sounds good, I'll put the gym sessions in your calendar.",
+    "Also remind me to call the plumber about the kitchen sink on Tuesday.",
+    "Noted, a reminder for the plumber on Tuesday morning.",
+    "What should I cook for dinner with chickpeas and spinach?",
+    "A chickpea and spinach curry with coconut milk takes thirty minutes.",
+    "Nice, and a dessert idea that is not too sweet?",
+    "Baked apples with cinnamon and a spoon of yoghurt.",
+]
+WINDOW = 4
+
+
+def runtime(**context: Any):
+    from langgraph.runtime import Runtime
+
+    values = {"sliding_window_messages": WINDOW, **context}
+    return Runtime(context=ResponseContext(user_id=USER, now_iso=NOW, **values))
+
+
+async def store_conversation(deps: Deps, contents: list[str], prefix: str = "m") -> list[int]:
+    rows = await store_messages(deps, USER, new_messages(contents, prefix=prefix))
+    return [row["id"] for row in rows]
+
+
+async def ask(deps: Deps, question: str, prefix: str, **context: Any) -> dict:
+    """Store `question` as the user's current message and assemble its context."""
+    (row,) = await store_messages(
+        deps,
+        USER,
+        [NewMessage(external_id=prefix, role="user", content=question, created_at=NOW)],
+    )
+    state = ResponseState(text=question, message_id=row["id"], selected_topics=[])
+    return await make_assemble(deps)(state, runtime(**context))
+
+
+def system_text(update: dict) -> str:
+    system = update["messages"][1]
+    assert isinstance(system, SystemMessage)
+    return system.text
+
+
+def chat_turns(update: dict) -> list[str]:
+    return [m.text for m in update["messages"][2:-1]]
+
+
+async def test_a_segment_within_the_window_has_no_summary_and_no_auto_rag(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Noted.", "Thanks!"])
+    update = await ask(deps, "When does my passport expire?", "q")
+    assert list(update["context_layers"]) == ["system", "window", "current"]
+    system = system_text(update)
+    assert "<session_summary>" not in system
+    assert "From earlier in this conversation" not in system
+    assert chat_turns(update) == [PASSPORT, "Noted.", "Thanks!"]
+    assert update["messages"][-1] == HumanMessage("When does my passport expire?")
+    assert deps.store.session_summary(USER, 0) is None
+
+
+async def test_a_longer_segment_gets_the_summary_and_auto_rag_before_the_window(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    update = await ask(deps, "When does my passport expire and what does renewal cost?", "q")
+    assert list(update["context_layers"]) == ["system", "summary", "auto_rag", "window", "current"]
+    system = system_text(update)
+    assert system.index("<session_summary>") < system.index("<earlier_in_conversation>")
+    earlier = system[system.index("<earlier_in_conversation>") :]
+    assert "From earlier in this conversation:" in earlier
+    assert PASSPORT in earlier
+    window = chat_turns(update)
+    assert window == FILLER[-WINDOW:]
+    assert not any(message in earlier for message in window)
+    assert isinstance(update["messages"][2], HumanMessage)
+    assert isinstance(update["messages"][3], AIMessage)
+    assert update["context_layers"]["auto_rag"] <= 400
+    summary = deps.store.session_summary(USER, 0)
+    assert summary["written_by"] == "extractive"
+    assert (summary["first_seq"], summary["last_seq"]) == (1, 6)
+    assert "passport expires on 12 May 2027" in summary["summary"]
+    assert FILLER[-1] not in summary["summary"]
+
+
+async def test_short_replies_never_pull_earlier_messages(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    update = await ask(deps, "ok", "q")
+    assert "auto_rag" not in update["context_layers"]
+    assert "summary" in update["context_layers"]
+
+
+async def test_the_summariser_rewrites_the_summary_every_n_messages(
+    make_deps: Callable[..., Deps], fake_model: Callable[..., Any]
+):
+    model = fake_model("Summary one: passport until May 2027.", "Summary two: plus groceries.")
+    deps = make_deps(models={"summariser": model})
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER[:6]])
+    first = await ask(deps, "And the plumber?", "q1", summary_refresh_messages=3)
+    assert "Summary one: passport until May 2027." in system_text(first)
+    assert len(model.prompts) == 1
+    assert "(none yet)" in model.prompts[0][1].text
+    assert PASSPORT in model.prompts[0][1].text
+
+    await store_conversation(deps, ["The plumber comes at nine."], prefix="a1")
+    second = await ask(deps, "And dessert?", "q2", summary_refresh_messages=3)
+    assert len(model.prompts) == 1  # two more messages left the window: not yet due
+    assert "Summary one" in system_text(second)
+
+    await store_conversation(deps, ["Baked apples it is."], prefix="a2")
+    third = await ask(deps, "Anything else?", "q3", summary_refresh_messages=3)
+    assert len(model.prompts) == 2
+    refresh = model.prompts[1][1].text
+    assert "Summary one: passport until May 2027." in refresh  # the previous summary
+    assert PASSPORT not in refresh  # only the messages that left the window since
+    assert "Summary two: plus groceries." in system_text(third)
+    assert deps.store.session_summary(USER, 0)["written_by"] == "llm"
+
+
+async def test_a_failing_summariser_leaves_an_extractive_summary(make_deps: Callable[..., Deps]):
+    from langchain_openai import ChatOpenAI
+
+    async with ScriptedOpenAI() as server:
+        server.script(http_error(503))
+        model = ChatOpenAI(
+            base_url=server.base_url, api_key="t", model="scripted", max_retries=0, timeout=5
+        )
+        deps = make_deps(models={"summariser": model})
+        await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+        update = await ask(deps, "Plans?", "q")
+    assert "passport expires on 12 May 2027" in system_text(update)
+    assert deps.store.session_summary(USER, 0)["written_by"] == "extractive"
+
+
+async def test_new_starts_a_segment_that_sees_nothing_of_the_last(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    assert deps.store.start_new_segment(USER) == 1
+    await store_conversation(deps, FILLER[:6], prefix="n")
+    update = await ask(deps, "When does my passport expire?", "q")
+    system = system_text(update)
+    assert "passport" not in system.lower()
+    assert deps.store.session_summary(USER, 1)["first_seq"] == 11  # segment 1's own start
+    assert chat_turns(update) == FILLER[2:6]
+    assert {m["segment"] for m in deps.store.recent_messages(USER, 7)} == {1}
+
+
+def test_summary_refresh_rule():
+    older = [{"seq": seq} for seq in range(3, 11)]
+    stored = {"first_seq": 3, "last_seq": 8}
+    assert needs_refresh(None, older, 5)
+    assert not needs_refresh(stored, older, 5)
+    assert needs_refresh(stored, older, 2)
+    assert needs_refresh({"first_seq": 1, "last_seq": 10}, older, 5)  # archiving moved it
+
+
+def test_extractive_summary_keeps_the_newest_user_messages_within_the_limit():
+    messages = new_messages([f"user message number {i} " + "x" * 40 for i in range(10)])
+    summary = extractive_summary(messages, max_chars=250)
+    lines = summary.splitlines()
+    assert 1 <= len(lines) < 5 and len(summary) <= 250
+    assert "user message number 8" in lines[-1]
+    assert all("number 1 " not in line for line in lines)
+    assert lines[-1].startswith(f"- [{BASE_TIME:%Y-%m-%d} 09:08]")
+
+
+def test_window_turns_drop_the_oldest_to_fit():
+    messages = new_messages(["a" * 400, "b" * 400, "c" * 40])
+    turns = window_turns(messages, budget=150)
+    assert [t.text[0] for t in turns] == ["b", "c"]
+    assert window_turns(messages, budget=0) == []
+
+
+async def test_recalled_topics_stay_within_their_budget(deps: Deps):
+    rows = await store_messages(
+        deps,
+        USER,
+        new_messages([f"{i}: " + "a long message about the garden " * 20 for i in range(6)]),
+    )
+    (topic,) = deps.store.save_topics(USER, [("Garden plans", [row["id"] for row in rows])])
+    selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
+    small = topics_section(deps.store, USER, selected, budget=300)
+    assert tokens(small) <= 300
+    assert "=== Topic" in small and "- Topic " in small and "the garden" in small
+    whole = topics_section(deps.store, USER, selected, budget=8000)
+    assert tokens(whole) > 300 and "5: a long message" in whole
+    assert topics_section(deps.store, USER, [], budget=8000) == ""
+
+
+def test_truncate_to_tokens():
+    text = "word " * 500
+    cut = truncate_to_tokens(text, 100)
+    assert tokens(cut) <= 100 and cut.endswith("…")
+    assert truncate_to_tokens("short", 100) == "short"

@@ -1,0 +1,172 @@
+"""Turns as the command line runs them: `run_turn` (topica ask) and `chat_session` (topica chat)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
+
+import graphs.turns
+from graphs.archive import archive_user, store_messages
+from graphs.callbacks import LLMUsage
+from graphs.deps import Deps
+from graphs.turns import NEW_SEGMENT_REPLY, chat_session, run_turn
+from tests.conftest import new_messages
+from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
+from tests.test_response_graph import recording_model
+
+pytestmark = pytest.mark.timeout(60)
+
+USER = 1
+NOW = "2026-03-20T10:00:00+00:00"
+POSTGRES = [
+    "We're upgrading Postgres from 14 to 16 in docker compose; the db container won't start.",
+    "PostgreSQL 16 cannot read a data directory initialised by 14: dump and restore it.",
+    "On staging the dump and restore took 14 minutes.",
+    "Then a 30 minute maintenance window is plenty.",
+]
+
+
+@pytest_asyncio.fixture
+async def server() -> AsyncIterator[ScriptedOpenAI]:
+    async with ScriptedOpenAI() as scripted:
+        yield scripted
+
+
+def chat_model(server: ScriptedOpenAI) -> ChatOpenAI:
+    return ChatOpenAI(
+        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=5
+    )
+
+
+async def archived(deps: Deps) -> int:
+    """User 1's Postgres conversation, archived: the id of its topic."""
+    await store_messages(deps, USER, new_messages(POSTGRES))
+    await archive_user(deps, USER, archive_all=True)
+    (topic,) = deps.store.list_topics(USER)
+    return topic["id"]
+
+
+async def test_the_agentic_turn_reports_the_rerankers_choice_and_every_llm_call(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    model = chat_model(server)
+    deps = make_deps(models={"reranker": model, "responder": model})
+    topic_id = await archived(deps)
+    server.script(
+        tool_call("get_topics_content", {"ids": [topic_id]}),
+        reply(json.dumps({"topics": [{"id": topic_id, "reason": "the staging restore"}]})),
+        reply("It took 14 minutes on staging."),
+    )
+
+    result = await run_turn(deps, USER, "How long did the restore take?", now_iso=NOW)
+
+    assert result["answer"] == "It took 14 minutes on staging."
+    assert result["fallback"] is None
+    assert result["llm_calls"] == 3
+    (topic,) = result["topics"]
+    assert (topic["id"], topic["reason"]) == (topic_id, "the staging restore")
+    assert (topic["start_msg_id"], topic["end_msg_id"]) == ("m1", "m4")
+    assert topic["message_ids"] == ["m1", "m2", "m3", "m4"]
+    assert topic["score"] > 0
+    responder_request = server.chat_requests[2].json_body
+    assert "the staging restore" in responder_request["messages"][0]["content"]
+    stored = deps.store.all_messages(USER)[-2:]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "How long did the restore take?"),
+        ("assistant", "It took 14 minutes on staging."),
+    ]
+    assert stored[0]["external_id"].startswith("turn-")
+
+
+async def test_llm_calls_count_the_enricher_and_the_responder(make_deps: Callable[..., Deps]):
+    deps = make_deps(
+        models={
+            "enricher": recording_model("Postgres 16 upgrade restore duration"),
+            "responder": recording_model(AIMessage("14 minutes.")),
+        }
+    )
+    await archived(deps)
+    result = await run_turn(deps, USER, "How long did it take?", now_iso=NOW)
+    assert (result["llm_calls"], result["fallback"], result["answer"]) == (
+        2,
+        "no_model",
+        "14 minutes.",
+    )
+    assert result["topics"][0]["message_ids"] == ["m1", "m2", "m3", "m4"]
+
+
+async def test_a_given_external_id_is_stored_once(deps: Deps):
+    for _ in range(2):
+        await run_turn(deps, USER, "Hello?", now_iso=NOW, external_id="tg-42")
+    user_messages = [m for m in deps.store.all_messages(USER) if m["role"] == "user"]
+    assert [m["external_id"] for m in user_messages] == ["tg-42"]
+
+
+async def test_llm_usage_counts_calls_and_reported_tokens(server: ScriptedOpenAI):
+    server.script(reply("one"), reply("two"))
+    usage = LLMUsage()
+    model = chat_model(server)
+    for text in ("a", "b"):
+        await model.ainvoke(text, config={"callbacks": [usage]})
+    assert usage.calls == 2
+    assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+async def test_chat_session_stores_every_message_and_new_starts_a_segment(
+    deps: Deps, monkeypatch: pytest.MonkeyPatch
+):
+    archive_calls: list[int] = []
+
+    async def spy(deps: Deps, user_id: int, **kwargs: Any) -> list:
+        archive_calls.append(user_id)
+        return await archive_user(deps, user_id, **kwargs)
+
+    monkeypatch.setattr(graphs.turns, "archive_user", spy)
+    lines = iter(
+        ["Hi! My passport expires in May 2027.", "  ", "/new", "Hello again", "/quit", "x"]
+    )
+    written: list[str] = []
+
+    await chat_session(deps, USER, lambda: next(lines), written.append)
+
+    assert next(lines) == "x"  # nothing after /quit was read
+    assert len(written) == 3 and written[1] == NEW_SEGMENT_REPLY
+    stored = deps.store.all_messages(USER)
+    assert [(m["role"], m["segment"]) for m in stored] == [
+        ("user", 0),
+        ("assistant", 0),
+        ("user", 1),
+        ("assistant", 1),
+    ]
+    assert [m["content"] for m in stored if m["role"] == "assistant"] == [written[0], written[2]]
+    assert deps.store.current_segment(USER) == 1
+    assert archive_calls == [USER, USER]
+
+
+async def test_chat_session_archives_when_the_triggers_fire(deps: Deps):
+    """Messages from hours ago are a finished chunk: the turn after them archives it."""
+    old = datetime.now(UTC) - timedelta(hours=3)
+    await store_messages(deps, USER, new_messages(POSTGRES, start=old))
+    lines = iter(["What was that about Postgres?"])
+
+    async def read_line() -> str | None:
+        return next(lines, None)
+
+    written: list[str] = []
+
+    async def write(text: str) -> None:
+        written.append(text)
+
+    await chat_session(deps, USER, read_line, write)
+
+    assert len(written) == 1
+    messages = deps.store.all_messages(USER)
+    assert all(m["topic_id"] is not None for m in messages[: len(POSTGRES)])
+    assert all(m["topic_id"] is None for m in messages[len(POSTGRES) :])
