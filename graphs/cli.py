@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -267,6 +268,15 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
                 show_turn(question, turn)
 
 
+async def cmd_bot(args: argparse.Namespace, deps: Deps) -> None:
+    from bot.app import BotConfigError, run_bot
+
+    try:
+        await run_bot(deps, deps.settings)
+    except BotConfigError as error:
+        raise CommandError(str(error)) from None
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Deps], Coroutine[Any, Any, None]]] = {
     "ingest": cmd_ingest,
     "topics": cmd_topics,
@@ -274,6 +284,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Deps], Coroutine[Any, Any, Non
     "ask": cmd_ask,
     "chat": cmd_chat,
     "demo": cmd_demo,
+    "bot": cmd_bot,
 }
 
 
@@ -302,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask_parser.add_argument("question", help="the user's message")
     commands.add_parser(
         "chat", parents=[common, user], help="an interactive session in the terminal"
+    )
+    commands.add_parser(
+        "bot", parents=[common], help="run the Telegram bot (long polling, or webhook if set)"
     )
     commands.add_parser(
         "demo", parents=[common, user], help="ingest the bundled example session (temporary data)"
@@ -335,6 +349,16 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        settings_for(args)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        print(
+            f"topica: error: invalid configuration: TOPICA_{where.upper()}: {problem['msg']}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

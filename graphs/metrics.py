@@ -100,6 +100,7 @@ NODE_DURATIONS: dict[str, Histogram] = {
     "search": SEARCH_DURATION,
     "rerank": RERANKER_DURATION,
 }
+RERANKER_TOOL_NODE = "load_content"
 RETRIEVAL_NODES = frozenset({"enrich", "search", "rerank"})
 TOOL_NODES = frozenset({"tools"})
 
@@ -203,6 +204,20 @@ class GraphMetrics(BaseCallbackHandler):
                 ) or {}
                 if isinstance(cost, dict) and isinstance(cost.get("cost"), int | float):
                     LLM_COST.labels(node=node).inc(cost["cost"])
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name") or "unknown"
+        if (metadata or {}).get("langgraph_node") == RERANKER_TOOL_NODE:
+            RERANKER_TOOL_CALLS.inc()
+        else:
+            TOOL_CALLS.labels(tool=name).inc()
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._started.pop(run_id, None)

@@ -170,4 +170,3 @@ def build_reranker_graph(deps: Deps) -> StateGraph:
     builder.add_edge("vector_fallback", END)
     builder.add_edge("requested_fallback", END)
     return builder
-

@@ -24,6 +24,12 @@ from langgraph.types import RetryPolicy
 
 from graphs.context import ResponseContext
 from graphs.deps import Deps
+from graphs.metrics import (
+    RERANKER_CANDIDATES_IN,
+    RERANKER_CANDIDATES_OUT,
+    RERANKER_FALLBACKS,
+    RERANKER_SELECTED,
+)
 from graphs.reranker import RerankInput, build_reranker_graph
 from graphs.state import ResponseInput, ResponseState
 from nodes.assemble import make_assemble
@@ -58,6 +64,11 @@ def make_rerank(deps: Deps, reranker: CompiledStateGraph):
             people_candidates=state.get("people_candidates") or [],
         )
         result = await reranker.ainvoke(request, context=runtime.context)
+        RERANKER_CANDIDATES_IN.observe(len(request["candidates"]))
+        RERANKER_CANDIDATES_OUT.observe(len(result["selected_topics"]))
+        RERANKER_SELECTED.observe(len(result["selected_topics"]))
+        if result["rerank_fallback"]:
+            RERANKER_FALLBACKS.labels(reason=result["rerank_fallback"]).inc()
         return {
             "selected_topics": result["selected_topics"],
             "selected_people": result["selected_people"],

@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8080
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = Field(
+        default=None, description="Serve /metrics and /healthz here; none = no metrics server."
+    )
     memory_worker_interval_s: float = 60.0
     memory_worker_max_backoff_s: float = 3600.0
     max_file_bytes: int = Field(
@@ -117,6 +121,14 @@ class Settings(BaseSettings):
             return [int(part) for part in value.replace(" ", "").split(",") if part]
         if isinstance(value, int):
             return [value]
+        return value
+
+    @field_validator("chunk_interval", mode="before")
+    @classmethod
+    def _seconds_or_iso(cls, value: object) -> object:
+        """`3600`, `"3600"` and `"PT1H"` all mean one hour."""
+        if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+            return float(value)
         return value
 
     def model_for(self, agent: AgentName) -> str | None:

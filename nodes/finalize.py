@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from graphs.archive import store_messages
 from graphs.context import ResponseContext
 from graphs.deps import Deps
+from graphs.metrics import ANOMALIES
 from graphs.state import ResponseState
 from nodes.clock import turn_moment
 from stores.records import NewMessage
@@ -80,6 +81,17 @@ def reply_external_id(message_id: int | None) -> str:
     return f"reply-to-{message_id}" if message_id is not None else f"reply-{uuid4().hex}"
 
 
+def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
+    """Seed 002's anomalies: empty replies, whether the retry rescued them, artefacts cut."""
+    empty = state.get("empty_replies", 0)
+    if empty:
+        ANOMALIES.labels(type="empty_response").inc(empty)
+        failed = state.get("respond_fallback") == "empty_reply"
+        ANOMALIES.labels(type="retry_failed" if failed else "retry_success").inc()
+    if sanitized:
+        ANOMALIES.labels(type="sanitized").inc()
+
+
 def make_finalize(deps: Deps):
     async def finalize(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         context = runtime.context
@@ -92,6 +104,7 @@ def make_finalize(deps: Deps):
             author=ASSISTANT_NAME,
         )
         await store_messages(deps, context.user_id, [reply])
+        count_anomalies(state, anomalies)
         return {"answer": answer, "sanitized": anomalies}
 
     return finalize

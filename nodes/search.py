@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import ResponseContext
 from graphs.deps import Deps
+from graphs.metrics import SEARCH_RESULTS
 from graphs.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from nodes.topic_content import topic_date
 from stores.vectors import Kind
@@ -180,6 +181,8 @@ def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) 
 def make_search(deps: Deps):
     async def search(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         queries = search_queries(state["text"], state.get("query"))
-        return await asyncio.to_thread(hybrid_search, deps, runtime.context, queries)
+        found = await asyncio.to_thread(hybrid_search, deps, runtime.context, queries)
+        SEARCH_RESULTS.observe(len(found["candidates"]))
+        return found
 
     return search

@@ -1,0 +1,232 @@
+"""Assembling and running the bot: dispatcher, middlewares, routers, lifecycle.
+
+`run_bot(deps, settings)` is what `topica bot` runs: long polling by default,
+a webhook (with a secret token) when `TOPICA_WEBHOOK_URL` is set. It returns
+after SIGINT/SIGTERM once shutdown is complete:
+
+1. updates stop arriving (polling stops / the webhook server closes);
+2. open message groups are closed at once and their turns run;
+3. in-flight turns and memory runs get `shutdown_timeout_s` to finish;
+4. in polling mode, the updates handled are confirmed to Telegram, so a
+   restart does not receive them again (a redelivered message would be
+   recognised as stored and skipped anyway);
+5. the checkpointer and the Bot API session close. The caller owns `deps`
+   and closes the stores after `run_bot` returns.
+
+Services reach handlers as the dispatcher's workflow data: `deps`,
+`settings`, `grouper`, `turn`, `worker`, `tracker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import signal
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramAPIError
+from aiogram.types import BotCommand
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+from aiohttp import web
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from bot.grouping import MessageGrouper
+from bot.middlewares import (
+    AllowlistMiddleware,
+    InFlightMiddleware,
+    LanguageMiddleware,
+    StoreIncomingMiddleware,
+    TaskTracker,
+)
+from bot.retry import RetryRequestMiddleware
+from bot.routers import callbacks, commands, messages
+from bot.routers.messages import Turn
+from bot.texts import ENGLISH, RUSSIAN
+from bot.worker import MemoryWorker
+from graphs.deps import Deps, durable_checkpointer
+from graphs.metrics import serve_metrics
+from graphs.settings import Settings
+from graphs.turns import answer_turn, compile_response_graph
+
+log = logging.getLogger(__name__)
+
+
+class BotConfigError(Exception):
+    """The bot cannot start with these settings."""
+
+
+def build_bot(settings: Settings) -> Bot:
+    """A Bot talking to `telegram_api_url`, every request retried with backoff."""
+    if settings.telegram_token is None:
+        raise BotConfigError("TOPICA_TELEGRAM_TOKEN is not set")
+    session = AiohttpSession(
+        api=TelegramAPIServer.from_base(settings.telegram_api_url, is_local=False)
+    )
+    session.middleware(RetryRequestMiddleware())
+    return Bot(token=settings.telegram_token.get_secret_value(), session=session)
+
+
+def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
+    """The response graph for a group whose messages are stored: `run_turn`, compiled once.
+
+    The graph is compiled here, not per turn (compiling costs about half a
+    second), and each turn goes through `answer_turn`, the body of `run_turn`.
+    The turn's text is stored under `external_id`: the group's last message,
+    stored already, so nothing is stored twice. Media parts are not passed on:
+    turns take text only (photos and voice are described in it, documents
+    inlined), so the parts wait here for a multimodal turn.
+    """
+    graph = compile_response_graph(deps, checkpointer)
+
+    async def turn(
+        user_id: int, text: str, *, parts: list[dict[str, Any]], external_id: str
+    ) -> dict[str, Any]:
+        return await answer_turn(graph, deps, user_id, text, external_id=external_id)
+
+    return turn
+
+
+def build_dispatcher(
+    deps: Deps, settings: Settings, *, turn: Turn, worker: MemoryWorker | None = None
+) -> Dispatcher:
+    dispatcher = Dispatcher(
+        deps=deps,
+        settings=settings,
+        grouper=MessageGrouper(settings.turn_wait_s),
+        turn=turn,
+        worker=worker,
+        tracker=TaskTracker(),
+    )
+    dispatcher.update.outer_middleware(InFlightMiddleware(dispatcher["tracker"]))
+    dispatcher.update.outer_middleware(AllowlistMiddleware(settings.allowed_user_ids))
+    dispatcher.update.outer_middleware(LanguageMiddleware())
+    dispatcher.message.outer_middleware(StoreIncomingMiddleware())
+    dispatcher.include_routers(
+        commands.build_router(), callbacks.build_router(), messages.build_router()
+    )
+    dispatcher.startup.register(on_startup)
+    dispatcher.shutdown.register(on_shutdown)
+    return dispatcher
+
+
+async def on_startup(bot: Bot, worker: MemoryWorker | None) -> None:
+    for texts, language in ((ENGLISH, None), (RUSSIAN, "ru")):
+        await bot.set_my_commands(
+            [BotCommand(command=name, description=text) for name, text in texts.commands()],
+            language_code=language,
+        )
+    if worker is not None:
+        worker.start()
+
+
+async def on_shutdown(
+    bot: Bot,
+    settings: Settings,
+    grouper: MessageGrouper,
+    tracker: TaskTracker,
+    worker: MemoryWorker | None,
+    mode: str = "polling",
+) -> None:
+    log.info(
+        "shutting down: %d open group(s), %d update(s) in flight", grouper.open_groups, len(tracker)
+    )
+    grouper.flush()
+    timeout = settings.shutdown_timeout_s
+    stop_worker = worker.stop(timeout) if worker is not None else asyncio.sleep(0)
+    late, _ = await asyncio.gather(tracker.wait(timeout), stop_worker)
+    if late:
+        log.warning("%d update(s) still running after %.0f s were cancelled", late, timeout)
+    if mode == "polling" and tracker.last_update_id is not None:
+        try:
+            await bot.get_updates(offset=tracker.last_update_id + 1, limit=1, timeout=0)
+        except TelegramAPIError as error:
+            log.warning("could not confirm the handled updates to Telegram: %s", error)
+
+
+async def run_polling(dispatcher: Dispatcher, bot: Bot, *, handle_signals: bool = True) -> None:
+    """Long polling until SIGINT/SIGTERM (or `dispatcher.stop_polling()`), then shutdown."""
+    await bot.delete_webhook(drop_pending_updates=False)
+    await dispatcher.start_polling(
+        bot,
+        handle_signals=handle_signals,
+        allowed_updates=dispatcher.resolve_used_update_types(),
+        mode="polling",
+    )
+
+
+async def run_webhook(
+    dispatcher: Dispatcher, bot: Bot, settings: Settings, *, stop: asyncio.Event
+) -> None:
+    """Serve Telegram's webhook on `webhook_host:webhook_port` until `stop` is set."""
+    if not settings.webhook_url:
+        raise BotConfigError("TOPICA_WEBHOOK_URL is not set")
+    secret = (
+        settings.webhook_secret.get_secret_value()
+        if settings.webhook_secret
+        else secrets.token_urlsafe(32)
+    )
+    app = web.Application()
+    # Shutdown hooks run before the handler closes the Bot API session: they still send.
+    setup_application(app, dispatcher, bot=bot, mode="webhook")
+    # Answer Telegram only after the handler ran: the incoming message is stored by then.
+    SimpleRequestHandler(
+        dispatcher=dispatcher, bot=bot, secret_token=secret, handle_in_background=False
+    ).register(app, path=urlsplit(settings.webhook_url).path or "/")
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.webhook_host, settings.webhook_port).start()
+        await bot.set_webhook(
+            settings.webhook_url,
+            secret_token=secret,
+            allowed_updates=dispatcher.resolve_used_update_types(),
+        )
+        log.info("webhook listening on %s:%s", settings.webhook_host, settings.webhook_port)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+async def run_bot(deps: Deps, settings: Settings) -> None:
+    """Run the bot until SIGINT/SIGTERM; returns after a graceful shutdown (see module doc)."""
+    bot = build_bot(settings)
+    metrics = (
+        await serve_metrics(settings.metrics_host, settings.metrics_port)
+        if settings.metrics_port
+        else None
+    )
+    try:
+        await _serve(deps, settings, bot)
+    finally:
+        if metrics is not None:
+            await metrics.cleanup()
+
+
+async def _serve(deps: Deps, settings: Settings, bot: Bot) -> None:
+    async with durable_checkpointer(settings) as checkpointer:
+        worker = MemoryWorker(
+            deps,
+            interval_s=settings.memory_worker_interval_s,
+            max_backoff_s=settings.memory_worker_max_backoff_s,
+            checkpointer=checkpointer,
+        )
+        dispatcher = build_dispatcher(
+            deps, settings, turn=make_turn(deps, checkpointer), worker=worker
+        )
+        if not settings.webhook_url:
+            await run_polling(dispatcher, bot)
+            return
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            await run_webhook(dispatcher, bot, settings, stop=stop)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)

@@ -1,0 +1,247 @@
+"""Media of a message group: what is stored on arrival, and what the turn receives.
+
+On arrival a message is stored as its text, or as a short description of its
+media plus the caption ("[photo] caption"), so it is saved before anything is
+downloaded. When the group's turn runs, files are downloaded in parallel
+(retried with backoff) and turned into what the turn reads (seed 002):
+
+| kind | becomes |
+|---|---|
+| photo, image document | an image part (base64) |
+| voice, audio | an audio part (base64) |
+| PDF | its text, extracted locally with pypdf |
+| text document | its text, inline up to `max_document_chars` |
+
+A file over `max_file_bytes`, of an unsupported kind, unreadable or failing
+to download gets a clear reply of its own; the rest of the group goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+from aiogram import Bot
+from aiogram.types import Message
+from pypdf import PdfReader
+from pypdf.errors import PyPdfError
+
+from bot.retry import with_backoff
+from bot.texts import Texts
+from graphs.metrics import FILE_DOWNLOAD
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["image", "audio", "pdf", "text", "unsupported"]
+
+TEXT_SUFFIXES = {
+    ".txt", ".md", ".markdown", ".csv", ".tsv", ".json", ".jsonl", ".xml", ".yaml", ".yml",
+    ".toml", ".ini", ".cfg", ".log", ".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h",
+    ".cpp", ".sql", ".sh", ".html", ".css", ".srt", ".tex", ".rst",
+}  # fmt: skip
+TEXT_MIME_TYPES = {"application/json", "application/xml", "application/x-yaml", "application/sql"}
+IMAGE_MIME_TYPES = {"image/jpeg", "image/png", "image/webp", "image/gif"}
+
+
+@dataclass(frozen=True)
+class IncomingFile:
+    kind: Kind
+    file_id: str
+    name: str
+    mime_type: str
+    size: int | None
+    message: Message
+
+
+@dataclass
+class PreparedGroup:
+    """A closed group as the turn reads it."""
+
+    text: str
+    usable: bool = False
+    """Anything to answer: text, a caption, a sticker, a readable file."""
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[tuple[Message, str]] = field(default_factory=list)
+    """(message, reply) for files that could not be used."""
+
+
+def _document_kind(name: str, mime_type: str) -> Kind:
+    suffix = PurePosixPath(name.lower()).suffix
+    if mime_type == "application/pdf" or suffix == ".pdf":
+        return "pdf"
+    if mime_type in IMAGE_MIME_TYPES:
+        return "image"
+    if mime_type.startswith("audio/"):
+        return "audio"
+    if mime_type.startswith("text/") or mime_type in TEXT_MIME_TYPES or suffix in TEXT_SUFFIXES:
+        return "text"
+    return "unsupported"
+
+
+def incoming_file(message: Message) -> IncomingFile | None:
+    """The file a message carries, if any (the largest photo size for photos)."""
+    if message.photo:
+        photo = message.photo[-1]
+        return IncomingFile(
+            "image", photo.file_id, "photo.jpg", "image/jpeg", photo.file_size, message
+        )
+    if message.voice:
+        voice = message.voice
+        return IncomingFile(
+            "audio", voice.file_id, "voice.ogg", voice.mime_type or "audio/ogg",
+            voice.file_size, message,
+        )  # fmt: skip
+    if message.audio:
+        audio = message.audio
+        name = audio.file_name or audio.title or "audio"
+        return IncomingFile(
+            "audio", audio.file_id, name, audio.mime_type or "audio/mpeg", audio.file_size, message
+        )
+    if message.document:
+        document = message.document
+        name = document.file_name or "document"
+        mime_type = document.mime_type or "application/octet-stream"
+        return IncomingFile(
+            _document_kind(name, mime_type), document.file_id, name, mime_type,
+            document.file_size, message,
+        )  # fmt: skip
+    for kind in ("video", "video_note", "animation"):
+        media = getattr(message, kind)
+        if media is not None:
+            name = getattr(media, "file_name", None) or kind.replace("_", " ")
+            return IncomingFile(
+                "unsupported", media.file_id, name, getattr(media, "mime_type", None) or "",
+                media.file_size, message,
+            )  # fmt: skip
+    return None
+
+
+def describe(message: Message, texts: Texts) -> str:
+    """The message as stored on arrival: its text, or its media described plus the caption."""
+    if message.text:
+        return message.text
+    label = _label(message, texts)
+    caption = message.caption or ""
+    return f"{label} {caption}".strip() if label else caption
+
+
+def _label(message: Message, texts: Texts) -> str:
+    if message.photo:
+        return texts.photo
+    if message.voice:
+        return texts.voice.format(duration=message.voice.duration)
+    if message.sticker:
+        return f"[sticker {message.sticker.emoji or ''}]".replace(" ]", "]")
+    file = incoming_file(message)
+    if file is None:
+        return f"[{message.content_type}]"
+    if file.kind == "audio":
+        return texts.audio.format(name=file.name)
+    return texts.document.format(name=file.name)
+
+
+async def download(bot: Bot, file: IncomingFile) -> bytes:
+    telegram_file = await bot.get_file(file.file_id)
+    if telegram_file.file_path is None:
+        raise FileNotFoundError(file.name)
+
+    async def fetch() -> bytes:
+        buffer = io.BytesIO()
+        await bot.download_file(telegram_file.file_path, buffer)
+        return buffer.getvalue()
+
+    return await with_backoff(fetch, what=f"download of {file.name}")
+
+
+def extract_pdf_text(data: bytes) -> str:
+    reader = PdfReader(io.BytesIO(data))
+    pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    return "\n\n".join(page for page in pages if page)
+
+
+def decode_text(data: bytes) -> str:
+    for encoding in ("utf-8-sig", "cp1251"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("utf-8", errors="replace")
+
+
+async def prepare_group(
+    bot: Bot, messages: list[Message], texts: Texts, *, max_file_bytes: int, max_document_chars: int
+) -> PreparedGroup:
+    """The group's text (documents inlined) and media parts, downloads in parallel."""
+    prepared = PreparedGroup(text="")
+    files = [file for message in messages if (file := incoming_file(message)) is not None]
+    usable = []
+    for file in files:
+        if file.kind == "unsupported":
+            prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
+        elif file.size is not None and file.size > max_file_bytes:
+            limit_mb = max_file_bytes // (1024 * 1024)
+            prepared.problems.append(
+                (file.message, texts.file_too_large.format(name=file.name, limit_mb=limit_mb))
+            )
+        else:
+            usable.append(file)
+    started = time.perf_counter()
+    downloads = await asyncio.gather(
+        *(download(bot, file) for file in usable), return_exceptions=True
+    )
+    if usable:
+        FILE_DOWNLOAD.observe(time.perf_counter() - started)
+    inlined: dict[int, str] = {}
+    for file, data in zip(usable, downloads, strict=True):
+        if isinstance(data, BaseException):
+            log.warning("download of %s failed: %r", file.name, data)
+            prepared.problems.append((file.message, texts.download_failed.format(name=file.name)))
+            continue
+        if file.kind in ("image", "audio"):
+            prepared.parts.append(
+                {
+                    "type": file.kind,
+                    "base64": base64.b64encode(data).decode("ascii"),
+                    "mime_type": file.mime_type,
+                }
+            )
+            continue
+        try:
+            content = (
+                await asyncio.to_thread(extract_pdf_text, data)
+                if file.kind == "pdf"
+                else decode_text(data)
+            )
+        except (PyPdfError, ValueError) as error:
+            log.warning("could not read %s: %r", file.name, error)
+            prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
+            continue
+        if len(content) > max_document_chars:
+            content = (
+                content[:max_document_chars]
+                + "\n"
+                + texts.truncated.format(limit=max_document_chars)
+            )
+        inlined[file.message.message_id] = (
+            f'<document name="{file.name}">\n{content.strip()}\n</document>'
+        )
+    blocks = []
+    for message in messages:
+        block = describe(message, texts)
+        if message.message_id in inlined:
+            block = f"{block}\n{inlined[message.message_id]}"
+        if block:
+            blocks.append(block)
+    prepared.text = "\n\n".join(blocks)
+    prepared.usable = bool(
+        prepared.parts
+        or inlined
+        or any(message.text or message.caption or message.sticker for message in messages)
+    )
+    return prepared

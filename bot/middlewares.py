@@ -1,0 +1,199 @@
+"""The bot's cross-cutting concerns, each a middleware.
+
+Outer, on every update, in this order: `InFlightMiddleware` (shutdown waits
+for the update's task), `AllowlistMiddleware` (others are logged and dropped),
+`LanguageMiddleware` (the user's texts). Outer on messages:
+`StoreIncomingMiddleware` stores each conversation message before any filter or
+handler runs. Inner on the conversation handler: `GroupingMiddleware` (debounce
+and one turn at a time per chat), then aiogram's `ChatActionMiddleware`
+(typing while the turn runs).
+
+None of these suspends before `StoreIncomingMiddleware` takes its chat's lock,
+and aiogram starts update tasks in update order, so a chat's messages are
+stored in the order Telegram numbered them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from datetime import UTC
+from typing import Any
+
+from aiogram import BaseMiddleware
+from aiogram.enums import ChatType, ContentType
+from aiogram.types import Message, TelegramObject, Update, User
+
+from bot.grouping import MessageGrouper
+from bot.media import describe
+from bot.texts import Texts, texts_for
+from graphs.archive import store_messages
+from graphs.deps import Deps
+from stores.records import NewMessage
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
+
+
+def external_id(message: Message) -> str:
+    """The stored id of a Telegram message: unique per chat, stable across redeliveries."""
+    return f"tg-{message.chat.id}-{message.message_id}"
+
+
+def is_command(message: Message) -> bool:
+    return bool(message.text and message.text.startswith("/"))
+
+
+CONVERSATION_CONTENT = frozenset(
+    {
+        ContentType.TEXT,
+        ContentType.PHOTO,
+        ContentType.VOICE,
+        ContentType.AUDIO,
+        ContentType.DOCUMENT,
+        ContentType.STICKER,
+        ContentType.VIDEO,
+        ContentType.VIDEO_NOTE,
+        ContentType.ANIMATION,
+    }
+)
+"""What a user says or sends; service messages, polls, locations and the like are not stored."""
+
+
+def is_conversation(event: TelegramObject) -> bool:
+    """A message the bot answers with a turn: a user's non-command message in a private chat."""
+    return (
+        isinstance(event, Message)
+        and event.from_user is not None
+        and event.chat.type == ChatType.PRIVATE
+        and event.content_type in CONVERSATION_CONTENT
+        and not is_command(event)
+    )
+
+
+class TaskTracker:
+    """The tasks handling updates right now, so shutdown can let them finish."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.last_update_id: int | None = None
+        """The newest update seen: polling confirms it to Telegram at shutdown."""
+
+    def add(self, task: asyncio.Task[Any], update_id: int) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self.last_update_id = max(update_id, self.last_update_id or update_id)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def wait(self, grace_s: float) -> int:
+        """Wait up to `grace_s` for the tracked tasks; cancel and count those still running."""
+        current = asyncio.current_task()
+        pending = {task for task in self._tasks if task is not current}
+        if not pending:
+            return 0
+        _, late = await asyncio.wait(pending, timeout=grace_s)
+        for task in late:
+            task.cancel()
+        return len(late)
+
+
+class InFlightMiddleware(BaseMiddleware):
+    def __init__(self, tracker: TaskTracker) -> None:
+        self.tracker = tracker
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        task = asyncio.current_task()
+        if task is not None and isinstance(event, Update):
+            self.tracker.add(task, event.update_id)
+        return await handler(event, data)
+
+
+class AllowlistMiddleware(BaseMiddleware):
+    """Only users on the allowlist reach the bot; an empty list lets nobody in."""
+
+    def __init__(self, allowed_user_ids: list[int]) -> None:
+        self.allowed = frozenset(allowed_user_ids)
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        user: User | None = data.get("event_from_user")
+        if user is None or user.id not in self.allowed:
+            update_id = event.update_id if isinstance(event, Update) else None
+            log.info(
+                "ignored update %s from user %s (not on the allowlist)",
+                update_id,
+                user.id if user else None,
+            )
+            return None
+        return await handler(event, data)
+
+
+class LanguageMiddleware(BaseMiddleware):
+    """`texts`: the user's language, from Telegram's language_code."""
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        user: User | None = data.get("event_from_user")
+        data["texts"] = texts_for(user.language_code if user else None)
+        return await handler(event, data)
+
+
+class StoreIncomingMiddleware(BaseMiddleware):
+    """Every conversation message is stored first; a redelivered one goes no further.
+
+    Commands are control, not conversation, and are not stored. A message
+    already stored (Telegram redelivers updates that were processed but not
+    yet confirmed when the bot stopped) is dropped, so it is not answered twice.
+    From arrival until it joins a group the message is a pending `Arrival` of
+    its chat, so the chat's open group waits for it.
+    """
+
+    def __init__(self) -> None:
+        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not is_conversation(event):
+            return await handler(event, data)
+        deps: Deps = data["deps"]
+        texts: Texts = data["texts"]
+        message = NewMessage(
+            external_id=external_id(event),
+            role="user",
+            content=describe(event, texts),
+            created_at=event.date.astimezone(UTC).isoformat(),
+            author=event.from_user.full_name,
+        )
+        grouper: MessageGrouper = data["grouper"]
+        arrival = grouper.arrival(event.chat.id)
+        try:
+            async with self._locks[event.chat.id]:
+                stored = await store_messages(deps, event.from_user.id, [message])
+            if not stored:
+                log.info(
+                    "message %s is already stored: a redelivery, skipped", message["external_id"]
+                )
+                return None
+            return await handler(event, {**data, "arrival": arrival})
+        finally:
+            arrival.settle()
+
+
+class GroupingMiddleware(BaseMiddleware):
+    """Quick messages become one group: only the group's opener calls the handler.
+
+    The handler gets the group's last message as the event (the answer replies
+    to it) and the whole group as `group`; it runs under the chat's turn lock.
+    """
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not isinstance(event, Message):
+            return await handler(event, data)
+        grouper: MessageGrouper = data["grouper"]
+        group = await grouper.collect(event.chat.id, event, data.get("arrival"))
+        if group is None:
+            return None
+        async with grouper.turn_lock(event.chat.id):
+            return await handler(group[-1], {**data, "group": group})

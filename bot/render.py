@@ -1,0 +1,45 @@
+"""The answer's Markdown as Telegram HTML, and HTML back to plain text.
+
+Rendering uses `chatgpt-md-converter`, a maintained converter written for
+exactly this (LLM Markdown → the HTML subset Telegram accepts: bold, italic,
+code, pre with language, links, quotes, spoilers; lists become bullets, headings
+bold, and `<`, `>`, `&` in the text are escaped). Telegram may still refuse a
+rendering; the sender then falls back to `html_to_plain`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+
+from chatgpt_md_converter import telegram_format
+
+
+def markdown_to_html(markdown: str) -> str:
+    return telegram_format(markdown).strip()
+
+
+def escape(value: object) -> str:
+    """A value for Telegram HTML text."""
+    return html.escape(str(value), quote=False)
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def html_to_plain(markup: str) -> str:
+    """The visible text of (possibly malformed) HTML: tags dropped, entities decoded."""
+    extractor = _TextExtractor()
+    extractor.feed(markup)
+    extractor.close()
+    text = "".join(extractor.parts)
+    if extractor.rawdata:
+        text += extractor.rawdata
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

@@ -1,0 +1,64 @@
+"""Sending an answer: Markdown → Telegram HTML, split, replied, plain text if refused.
+
+Each part is sent as HTML; the first replies to the user's message. A part
+Telegram refuses to parse ("can't parse entities") is sent again as its plain
+text, so a rendering bug costs formatting, never the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiogram import Bot
+from aiogram.enums import ParseMode
+from aiogram.exceptions import TelegramBadRequest
+from aiogram.types import Message, ReplyParameters
+
+from bot.render import html_to_plain, markdown_to_html
+from bot.splitting import split_message
+
+log = logging.getLogger(__name__)
+
+
+def is_parse_error(error: TelegramBadRequest) -> bool:
+    return "can't parse entities" in error.message.lower()
+
+
+async def send_html(
+    bot: Bot, chat_id: int, markup: str, *, reply_to: int | None = None, **kwargs
+) -> list[Message]:
+    """HTML in parts under Telegram's limit; a part Telegram cannot parse goes as plain text."""
+    sent: list[Message] = []
+    for index, part in enumerate(split_message(markup, html=True)):
+        reply = (
+            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to is not None and index == 0
+            else None
+        )
+        try:
+            sent.append(
+                await bot.send_message(
+                    chat_id, part, parse_mode=ParseMode.HTML, reply_parameters=reply, **kwargs
+                )
+            )
+        except TelegramBadRequest as error:
+            if not is_parse_error(error):
+                raise
+            log.warning(
+                "Telegram refused the HTML of part %d (%s); sending plain text", index, error
+            )
+            for plain_index, plain in enumerate(split_message(html_to_plain(part))):
+                sent.append(
+                    await bot.send_message(
+                        chat_id,
+                        plain,
+                        parse_mode=None,
+                        reply_parameters=reply if plain_index == 0 else None,
+                        **kwargs,
+                    )
+                )
+    return sent
+
+
+async def send_answer(bot: Bot, chat_id: int, markdown: str, *, reply_to: int) -> list[Message]:
+    return await send_html(bot, chat_id, markdown_to_html(markdown), reply_to=reply_to)
