@@ -100,7 +100,6 @@ async def test_metrics_move_during_a_conversation(tmp_path: Path) -> None:
             ("topica_reranker_duration_seconds_count", ""),
             ("topica_reranker_candidates_input_count", ""),
             ("topica_topics_reranker_selected_count", ""),
-            ("topica_reranker_fallback_total", 'reason="no_model"'),
             ("topica_rag_latency_seconds_count", 'source="auto"'),
             ("topica_message_telegram_duration_seconds_count", ""),
             ("topica_topics_extracted_total", ""),
