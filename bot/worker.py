@@ -69,8 +69,20 @@ class MemoryWorker:
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.interval_s)
 
+    def _candidates(self) -> list[int]:
+        """Users with unarchived messages, and, with an archivist, users whose facts wait."""
+        store = self.deps.store
+        users = {user_id for user_id, _count, _newest in store.users_with_unarchived()}
+        if self.deps.models.get("archivist") is not None:
+            users |= set(store.users_with_topics_without_facts())
+        return sorted(users)
+
     def _ready(self, user_id: int, now_ts: float) -> bool:
         settings = self.deps.settings
+        if self.deps.models.get("archivist") is not None and self.deps.store.topics_without_facts(
+            user_id, 1
+        ):
+            return True
         pending = self.deps.store.unarchived_messages(user_id, settings.max_chunk_size + 1)
         chunk = next_chunk(
             pending,
@@ -85,9 +97,9 @@ class MemoryWorker:
     async def tick(self) -> list[int]:
         """Start a run for every user who is ready, not running and not backing off."""
         now_ts = self.clock()
-        users = await asyncio.to_thread(self.deps.store.users_with_unarchived)
+        users = await asyncio.to_thread(self._candidates)
         started = []
-        for user_id, _count, _newest in users:
+        for user_id in users:
             if self._stopping.is_set():
                 break
             if user_id in self.runs or self._retry_at.get(user_id, 0.0) > now_ts:

@@ -86,7 +86,7 @@ async def archive_user(
             {}, config, context=context, durability="sync" if checkpointer else None
         )
         if not state.get("chunk"):
-            break
+            break  # that last run may still have extracted facts of older topics
         finished(state)
     # Whatever a node stored but could not index (a vector store that blinked) is indexed
     # now; if the store is still down, the pending list waits for the next run.

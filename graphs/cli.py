@@ -268,6 +268,37 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
                 show_turn(question, turn)
 
 
+async def cmd_eval(args: argparse.Namespace, deps: Deps) -> None:
+    from bench.eval_locomo import eval_locomo
+    from bench.report import show_eval
+
+    if not args.data.is_file():
+        raise CommandError(f"{args.data}: no such file")
+    result = await eval_locomo(
+        args.data,
+        args.conversations.split(",") if args.conversations else None,
+        args.budget,
+        [int(k) for k in args.k.split(",")],
+        args.out,
+        deps.settings,
+        console=None if args.json else console,
+    )
+    if args.json:
+        print_json(result)
+    else:
+        show_eval(result, out)
+
+
+async def cmd_bench(args: argparse.Namespace, deps: Deps) -> None:
+    from bench.scale import bench_search, show_bench
+
+    result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
+    if args.json:
+        print_json(result)
+    else:
+        show_bench(result, out)
+
+
 async def cmd_bot(args: argparse.Namespace, deps: Deps) -> None:
     from bot.app import BotConfigError, run_bot
 
@@ -285,6 +316,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Deps], Coroutine[Any, Any, Non
     "chat": cmd_chat,
     "demo": cmd_demo,
     "bot": cmd_bot,
+    "eval": cmd_eval,
+    "bench": cmd_bench,
 }
 
 
@@ -317,6 +350,25 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "bot", parents=[common], help="run the Telegram bot (long polling, or webhook if set)"
     )
+    evaluation = commands.add_parser("eval", help="retrieval evaluation").add_subparsers(
+        dest="benchmark", required=True
+    )
+    locomo = evaluation.add_parser(
+        "locomo", parents=[common, as_json], help="LoCoMo recall at a token budget, with baselines"
+    )
+    locomo.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    locomo.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+    locomo.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
+    locomo.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
+    locomo.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
+    bench = commands.add_parser("bench", help="speed and memory").add_subparsers(
+        dest="benchmark", required=True
+    )
+    search = bench.add_parser(
+        "search", parents=[common, as_json], help="search latency at scale, against brute force"
+    )
+    search.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
+    search.add_argument("--out", type=Path, help="write the table and the plot here")
     commands.add_parser(
         "demo", parents=[common, user], help="ingest the bundled example session (temporary data)"
     )

@@ -4,7 +4,8 @@ load_chunk → split (Splitter agent) ─┬→ validate → embed → save → 
                      └→ segment ────┘
 `split` takes the `segment` edge when no splitter model is configured or the
 model fails; either way `validate` guarantees every message lands in exactly
-one topic. A run with no ready chunk ends right after `load_chunk`.
+one topic. A run with no ready chunk goes straight to `extract_facts` when topics still
+wait for their facts (and an archivist is configured), else it ends.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def build_memory_graph(deps: Deps) -> StateGraph:
     builder.add_node("extract_facts", make_extract_facts(deps), retry_policy=STORAGE_RETRY)
 
     builder.add_edge(START, "load_chunk")
-    builder.add_conditional_edges("load_chunk", route_after_load, ["split", END])
+    builder.add_conditional_edges("load_chunk", route_after_load, ["split", "extract_facts", END])
     builder.add_edge("segment", "validate")
     builder.add_edge("validate", "embed")
     builder.add_edge("embed", "save")

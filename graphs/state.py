@@ -67,6 +67,8 @@ class MemoryState(TypedDict):
     """
 
     chunk: NotRequired[list[MessageRow]]
+    facts_pending: NotRequired[bool]
+    """No chunk is ready, but topics wait for fact extraction."""
     proposals: NotRequired[list[TopicProposal]]
     split_by: NotRequired[Literal["llm", "embeddings"]]
     split_fallback: NotRequired[str | None]

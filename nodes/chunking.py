@@ -63,9 +63,18 @@ def make_load_chunk(deps: Deps):
             now_ts=context.now_ts if context.now_ts is not None else time.time(),
             archive_all=context.archive_all,
         )
+        # With nothing to archive, topics whose facts are still missing (the archivist
+        # failed, or was not configured then) get their turn, so they are not stuck until
+        # the user writes again.
+        facts_pending = (
+            not chunk
+            and deps.models.get("archivist") is not None
+            and bool(await asyncio.to_thread(deps.store.topics_without_facts, context.user_id, 1))
+        )
         # Start every run from a clean slate: this thread may have archived a chunk before.
         return {
             "chunk": chunk,
+            "facts_pending": facts_pending,
             "proposals": [],
             "split_by": "embeddings",
             "split_fallback": None,
@@ -78,5 +87,7 @@ def make_load_chunk(deps: Deps):
     return load_chunk
 
 
-def route_after_load(state: MemoryState) -> Literal["split", "__end__"]:
-    return "split" if state.get("chunk") else "__end__"
+def route_after_load(state: MemoryState) -> Literal["split", "extract_facts", "__end__"]:
+    if state.get("chunk"):
+        return "split"
+    return "extract_facts" if state.get("facts_pending") else "__end__"

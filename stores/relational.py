@@ -358,6 +358,12 @@ class RelationalStore:
         )
         return [(row[0], row[1], row[2]) for row in rows]
 
+    def users_with_topics_without_facts(self) -> list[int]:
+        rows = self._rows(
+            "SELECT DISTINCT user_id FROM topics WHERE facts_extracted = 0 ORDER BY user_id"
+        )
+        return [row[0] for row in rows]
+
     def topic_messages(self, user_id: int, topic_id: int) -> list[MessageRow]:
         """A topic's messages: those whose `topic_id` points at it, never its range."""
         rows = self._rows(

@@ -16,6 +16,7 @@ EXPECTED_EDGES = {
     ("__start__", "solid", "load_chunk"),
     ("load_chunk", "conditional", "split"),
     ("load_chunk", "conditional", "__end__"),
+    ("load_chunk", "conditional", "extract_facts"),
     ("split", "conditional", "validate"),
     ("split", "conditional", "segment"),
     ("segment", "solid", "validate"),
@@ -67,3 +68,5 @@ def test_the_router_after_load_chunk_is_pure_and_total():
     assert route_after_load({"chunk": [{"id": 1}]}) == "split"
     assert route_after_load({"chunk": []}) == "__end__"
     assert route_after_load({}) == "__end__"
+    assert route_after_load({"chunk": [], "facts_pending": True}) == "extract_facts"
+    assert route_after_load({"chunk": [{"id": 1}], "facts_pending": True}) == "split"
