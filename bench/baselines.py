@@ -1,0 +1,161 @@
+"""The simple alternatives Topica is measured against, on the same stores and embedder.
+
+- `message_rag`: the user's message vectors (the index the memory pipeline keeps), one
+  message per unit, nearest first;
+- `bm25`: SQLite FTS5 BM25 over the user's messages, one message per unit;
+- `session`: LoCoMo sessions as units, ranked by the cosine of the question to the
+  session's embedded conversation log (how topics are embedded, without a summary);
+- `full_context`: the whole conversation; under a budget, the most recent messages
+  that fit (what a sliding window without memory would show).
+
+A method answers a question with ranked `Unit`s, deep enough to fill the largest
+budget the run measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from bench.corpus import Corpus
+from bench.metrics import Unit
+from nodes.formatting import conversation_log, short_time
+
+
+@dataclass
+class Retrieval:
+    units: list[Unit]
+    """Ranked units: recall@k and NDCG are measured on these, by membership."""
+    fill: list[tuple[str, str]] | None = None
+    """(unit key, message id) in the order the context takes them under a budget;
+    None: each unit whole, in rank order."""
+    selected: int | None = None
+    """How many leading units the method itself puts in context (None: 5)."""
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+    """Method-specific facts about this answer (e.g. which fallback the reranker took)."""
+
+
+class Method(Protocol):
+    name: str
+    uses_embedder: bool
+    """Its latency includes encoding the question (measured once, added by the harness)."""
+    ranked: bool
+    """False for a method with no ranking (recall@k and NDCG do not apply)."""
+
+    async def prepare(self, corpus: Corpus) -> None:
+        """Per-conversation indexing beyond what ingestion stored."""
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        """Each message's unit key, for the ideal ranking of NDCG."""
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval: ...
+
+
+def message_unit(corpus: Corpus, external_id: str) -> Unit:
+    return Unit(key=external_id, message_ids=(external_id,))
+
+
+class MessageRag:
+    name = "message_rag"
+    uses_embedder = True
+    ranked = True
+
+    async def prepare(self, corpus: Corpus) -> None:
+        return None
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        return {i: i for i in corpus.order}
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        deps = corpus.deps
+        vector = deps.embedder.encode_query(question)
+        hits = await asyncio.to_thread(
+            deps.vectors.query, "messages", corpus.user_id, vector, len(corpus.order)
+        )
+        ids = corpus.externals([row_id for row_id, _ in hits])
+        return Retrieval([message_unit(corpus, i) for i in ids])
+
+
+class Bm25:
+    name = "bm25"
+    uses_embedder = False
+    ranked = True
+
+    async def prepare(self, corpus: Corpus) -> None:
+        return None
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        return {i: i for i in corpus.order}
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        hits = await asyncio.to_thread(
+            corpus.deps.store.search_messages, corpus.user_id, question, len(corpus.order)
+        )
+        ids = corpus.externals([row_id for row_id, _ in hits])
+        return Retrieval([message_unit(corpus, i) for i in ids])
+
+
+class SessionRetrieval:
+    name = "session"
+    uses_embedder = True
+    ranked = True
+
+    def __init__(self) -> None:
+        self._units: list[Unit] = []
+        self._vectors = np.zeros((0, 0), np.float32)
+
+    async def prepare(self, corpus: Corpus) -> None:
+        units = []
+        texts = []
+        for name, dia_ids in corpus.conversation.sessions.items():
+            ids = [i for i in dia_ids if i in corpus.rows]
+            if not ids:
+                continue
+            rows = [corpus.rows[i] for i in ids]
+            number = name.removeprefix("session_")
+            units.append(
+                Unit(
+                    key=name,
+                    message_ids=corpus.in_order(ids),
+                    header=f"=== Session {number} ===\nDate: {short_time(rows[0]['created_at'])}",
+                )
+            )
+            texts.append(conversation_log(rows))
+        self._units = units
+        self._vectors = await asyncio.to_thread(corpus.deps.embedder.encode, texts)
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        return {i: unit.key for unit in self._units for i in unit.message_ids}
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        vector = corpus.deps.embedder.encode_query(question)
+        scores = self._vectors @ vector
+        return Retrieval([self._units[i] for i in np.argsort(-scores, kind="stable")])
+
+
+class FullContext:
+    name = "full_context"
+    uses_embedder = False
+    ranked = False
+
+    async def prepare(self, corpus: Corpus) -> None:
+        return None
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        return {i: "conversation" for i in corpus.order}
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        conversation = Unit(key="conversation", message_ids=tuple(corpus.order))
+        # Newest first: under a budget, the window keeps the end of the conversation.
+        fill = [(conversation.key, i) for i in reversed(corpus.order)]
+        return Retrieval([conversation], fill=fill, selected=1)
+
+
+def baselines() -> list[Method]:
+    return [MessageRag(), Bm25(), SessionRetrieval(), FullContext()]

@@ -1,0 +1,322 @@
+"""The evaluation's outputs: a Markdown report, the JSON and PNG plots; a terminal summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+METHOD_LABELS = {
+    "topica": "Topica",
+    "topica_topics": "Topica, whole topics",
+    "message_rag": "message vectors",
+    "bm25": "BM25 messages",
+    "session": "sessions",
+    "full_context": "full context",
+}
+
+
+def label(method: str) -> str:
+    return METHOD_LABELS.get(method, method)
+
+
+def fraction(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def number(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def metric_rows(methods: dict[str, Any], budget: int, ks: Sequence[int]) -> list[list[str]]:
+    rows = []
+    for name, m in methods.items():
+        rows.append(
+            [
+                label(name),
+                fraction(m.get("recall_all_at_budget")),
+                fraction(m.get("recall_any_at_budget")),
+                *(fraction(m.get(f"recall_all_at_{k}")) for k in ks),
+                fraction(m.get("recall_any_at_5")),
+                fraction(m.get("ndcg_at_10")),
+                number(m.get("mean_tokens")),
+                number(m.get("mean_tokens_at_budget")),
+                number(m.get("p50_ms"), 1),
+                number(m.get("p95_ms"), 1),
+                number(m.get("llm_calls_per_question"), 2),
+                number(m.get("prompt_tokens_per_question")),
+            ]
+        )
+    return rows
+
+
+def metric_header(budget: int, ks: Sequence[int]) -> list[str]:
+    return [
+        "method",
+        f"recall_all@{budget} tok",
+        f"recall_any@{budget} tok",
+        *(f"recall_all@{k}" for k in ks),
+        "recall_any@5",
+        "NDCG@10",
+        "mean tokens",
+        f"tokens used @{budget}",
+        "p50 ms",
+        "p95 ms",
+        "LLM calls/q",
+        "prompt tok/q",
+    ]
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown_report(result: dict[str, Any]) -> str:
+    budget, ks, budgets = result["budget"], result["ks"], result["budgets"]
+    setup, ingest, evidence = result["setup"], result["ingest"], result["evidence"]
+    models = {agent: model for agent, model in setup["models"].items() if model}
+    parts = [
+        "# LoCoMo retrieval evaluation",
+        "",
+        f"{ingest['conversations']} conversations, {ingest['messages']} messages → "
+        f"{ingest['topics']} topics; {evidence['evaluated']} questions of categories 1-4 "
+        f"evaluated. Budget {budget} tokens (`count_tokens_approximately`). Embedder "
+        f"`{setup['embedder']}`; chat models: "
+        + (", ".join(f"{a} `{m}`" for a, m in models.items()) or "none (the non-LLM path)")
+        + f". Run time {result.get('seconds', 0):.0f} s.",
+        "",
+        method_setup(result),
+        "",
+        "## Overall",
+        "",
+        markdown_table(metric_header(budget, ks), metric_rows(result["methods"], budget, ks)),
+        "",
+        "recall_all: every evidence turn retrieved; recall_any: at least one. @k counts the "
+        "top k units of each method (topics, messages, sessions); at a budget, the method's "
+        "context is cut at that many tokens. Mean tokens: the content of the units the method "
+        "itself puts in context (Topica: the reranker's selection; others: the top 5; full "
+        "context: the whole conversation). Full context under a budget keeps the most recent "
+        "turns. Latency includes encoding the question for methods that embed it.",
+        "",
+        "## Recall_all against the token budget",
+        "",
+        markdown_table(
+            ["method", *(f"{b}" for b in budgets)],
+            [
+                [label(name), *(fraction(m["recall_all_by_budget"].get(str(b))) for b in budgets)]
+                for name, m in result["methods"].items()
+            ],
+        ),
+        "",
+        "![recall against budget](recall_by_budget.png)",
+        "",
+        f"## Recall_all at {budget} tokens by question category",
+        "",
+        category_table(result),
+        "",
+        "## Per conversation",
+        "",
+    ]
+    for sample_id, conversation in result["conversations"].items():
+        ingested, found = conversation["ingest"], conversation["evidence"]
+        parts += [
+            f"### {sample_id}",
+            "",
+            f"{ingested['messages']} messages in {ingested['sessions']} sessions → "
+            f"{ingested['chunks']} chunks, {ingested['topics']} topics "
+            f"({number(ingested['messages_per_topic'], 1)} messages/topic, "
+            f"{ingested['merges']} merges), ingested in {ingested['seconds']:.1f} s with "
+            f"{ingested['llm_calls']} LLM calls ({ingested['prompt_tokens']} prompt tokens). "
+            f"Questions: {found['questions']}, evaluated {found['evaluated']}; malformed "
+            f"evidence entries {found['malformed_entries']}, unknown evidence ids "
+            f"{found['unknown_ids']}, without usable evidence {found['without_evidence']}.",
+            "",
+            markdown_table(
+                metric_header(budget, ks), metric_rows(conversation["methods"], budget, ks)
+            ),
+            "",
+        ]
+    parts += [
+        "## Ingestion cost",
+        "",
+        f"{ingest['seconds']:.0f} s for {ingest['messages']} messages; "
+        f"{ingest['llm_calls']} LLM calls ({ingest['llm_calls_per_message']:.3f} per message), "
+        f"{ingest['prompt_tokens']} prompt tokens ({ingest['prompt_tokens_per_message']:.1f} "
+        "per message).",
+        "",
+        "## Evidence",
+        "",
+        f"{evidence['questions']} questions of categories 1-4: {evidence['evaluated']} "
+        f"evaluated, {evidence['without_evidence']} left without usable evidence; "
+        f"{evidence['malformed_entries']} malformed evidence entries in "
+        f"{evidence['questions_with_malformed']} questions (split into ids where possible), "
+        f"{evidence['unknown_ids']} evidence ids not in the conversation.",
+        "",
+        "Reranker fallbacks: "
+        + (", ".join(f"{k} × {v}" for k, v in result["rerank_fallbacks"].items()) or "none"),
+        "",
+        "![latency](latency.png)",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def method_setup(result: dict[str, Any]) -> str:
+    """The settings the figures depend on: consolidation, and each method's own."""
+    setup = result["setup"]
+    lines = [
+        "Consolidation similarity threshold (non-LLM merges): "
+        f"{setup.get('consolidation_similarity_threshold')}."
+    ]
+    for name, config in setup.get("methods", {}).items():
+        if config:
+            values = ", ".join(f"{key} {value}" for key, value in config.items())
+            lines.append(f"{label(name)}: {values}.")
+    return " ".join(lines)
+
+
+def category_table(result: dict[str, Any]) -> str:
+    names = result["setup"]["categories"]
+    categories = sorted(
+        {c for m in result["methods"].values() for c in m["recall_all_at_budget_by_category"]}
+    )
+    return markdown_table(
+        ["method", *(f"{c} {names.get(c, '')}".strip() for c in categories)],
+        [
+            [
+                label(name),
+                *(fraction(m["recall_all_at_budget_by_category"].get(c)) for c in categories),
+            ]
+            for name, m in result["methods"].items()
+        ],
+    )
+
+
+def plot_recall(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for name, m in result["methods"].items():
+        budgets = [int(b) for b in m["recall_all_by_budget"]]
+        values = [m["recall_all_by_budget"][str(b)] for b in budgets]
+        axes.plot(budgets, values, marker="o", label=label(name))
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(result["budgets"], [str(b) for b in result["budgets"]])
+    axes.set_xlabel("context budget (tokens)")
+    axes.set_ylabel("recall_all (every evidence turn in context)")
+    axes.set_ylim(0, 1)
+    axes.grid(alpha=0.3)
+    axes.axvline(result["budget"], color="grey", linestyle=":", linewidth=1)
+    axes.legend()
+    axes.set_title("LoCoMo: evidence recall against the context budget")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_latency(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result["methods"])
+    p50 = [result["methods"][n]["p50_ms"] or 0 for n in names]
+    p95 = [result["methods"][n]["p95_ms"] or 0 for n in names]
+    positions = range(len(names))
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    axes.bar([p - 0.2 for p in positions], p50, width=0.4, label="p50")
+    axes.bar([p + 0.2 for p in positions], p95, width=0.4, label="p95")
+    axes.set_xticks(list(positions), [label(n) for n in names], rotation=20, ha="right")
+    axes.set_ylabel("retrieval latency per question (ms)")
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend()
+    axes.set_title("LoCoMo: retrieval latency")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_report(result: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(
+        json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8"
+    )
+    (out / "report.md").write_text(markdown_report(result), encoding="utf-8")
+    plot_recall(result, out / "recall_by_budget.png")
+    plot_latency(result, out / "latency.png")
+
+
+def show_eval(result: dict[str, Any], console: Console | None = None) -> None:
+    """The overall table and each conversation's recall at the budget, for people."""
+    console = console or Console()
+    budget, ks = result["budget"], result["ks"]
+    table = Table(
+        title=f"LoCoMo retrieval (recall_all at {budget} tokens and at k units)",
+        box=box.SIMPLE,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
+    columns = [
+        ("method", "label"),
+        (f"{budget}t", "recall_all_at_budget"),
+        ("any", "recall_any_at_budget"),
+        *((f"@{k}", f"recall_all_at_{k}") for k in ks),
+        ("ndcg", "ndcg_at_10"),
+        ("tokens", "mean_tokens"),
+        ("p50ms", "p50_ms"),
+        ("p95ms", "p95_ms"),
+        ("llm/q", "llm_calls_per_question"),
+    ]
+    for index, (title, _) in enumerate(columns):
+        table.add_column(title, justify="left" if index == 0 else "right", no_wrap=True)
+    for name, m in result["methods"].items():
+        cells = [name]
+        for _, key in columns[1:]:
+            value = m.get(key)
+            if key == "mean_tokens":
+                cells.append(number(value))
+            elif key.endswith("_ms") or key == "llm_calls_per_question":
+                cells.append(number(value, 1))
+            else:
+                cells.append(fraction(value))
+        table.add_row(*cells)
+    console.print(table)
+    per_conversation = Table(
+        title=f"recall_all at {budget} tokens per conversation", box=box.SIMPLE
+    )
+    per_conversation.add_column("method", no_wrap=True)
+    for sample_id in result["conversations"]:
+        per_conversation.add_column(sample_id, justify="right")
+    for name in result["methods"]:
+        per_conversation.add_row(
+            name,
+            *(
+                fraction(c["methods"].get(name, {}).get("recall_all_at_budget"))
+                for c in result["conversations"].values()
+            ),
+        )
+    console.print(per_conversation)
+    ingest, evidence = result["ingest"], result["evidence"]
+    console.print(
+        f"{ingest['messages']} messages → {ingest['topics']} topics in "
+        f"{ingest['seconds']:.0f} s, {ingest['llm_calls_per_message']:.3f} LLM calls and "
+        f"{ingest['prompt_tokens_per_message']:.1f} prompt tokens per message; "
+        f"{evidence['evaluated']}/{evidence['questions']} questions evaluated, "
+        f"{evidence['malformed_entries']} malformed and {evidence['unknown_ids']} unknown "
+        "evidence ids."
+    )

@@ -1,0 +1,497 @@
+"""`topica bench search`: how search scales with the number of a user's topics.
+
+For each size N, a fresh process builds a real SQLite + Chroma store holding N
+synthetic topics of one user (two messages each, both indexed like real ones)
+among 24 other users who hold N/4 topics between them, then measures:
+
+- the search stage (`nodes.search.hybrid_search`: topic and message vectors, BM25
+  over topics and messages, RRF) and the whole retrieval without an LLM (the
+  `enrich → search → rerank` graph of `bench.topica`), p50/p95 over distinct queries;
+- the query encoding of the local embedder, apart: it does not depend on N, and the
+  synthetic vectors come from a lookup so that queries land near their cluster;
+- index build time (SQLite rows, then Chroma upserts) and memory: the process's
+  peak RSS and the RSS the build added;
+- beside it, brute-force numpy cosine over the user's N topic vectors (top 50), its
+  build time (loading the vectors from the store into one matrix) and its
+  tracemalloc peak; and the same vectors alone in a Chroma collection, queried
+  without the per-user metadata filter the shared collections need.
+
+SQLite's planner statistics are refreshed (`ANALYZE`) after the bulk load; see `analyze`.
+
+Vectors are random unit vectors around cluster centroids (cosine ≈ 0.7 to their
+centroid); texts draw from each cluster's own pseudo-words plus common ones, so
+BM25 has realistic selectivity. Each size runs in its own process, so memory
+figures do not carry over between sizes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import multiprocessing
+import resource
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from bench.metrics import percentile
+
+DIMENSIONS = 512
+OTHER_USERS = 24
+OTHER_USERS_SHARE = 0.25
+MESSAGES_PER_TOPIC = 2
+TARGET_USER = 1
+SEARCH_QUERIES = 100
+RETRIEVAL_QUERIES = 50
+ENCODING_QUERIES = 50
+TOP_K = 50
+BATCH = 4000
+WORDS_PER_CLUSTER = 40
+COMMON_WORDS = 300
+SYLLABLES = ("ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "da", "pe", "zu", "ri", "mo", "le")
+
+
+def clusters_for(size: int) -> int:
+    return max(16, size // 50)
+
+
+class LookupEmbeddings(Embeddings):
+    """Vectors for known texts (the synthetic queries); anything else gets a random one."""
+
+    def __init__(self, known: dict[str, np.ndarray], seed: int = 7) -> None:
+        self.known = known
+        self.random = np.random.default_rng(seed)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text).tolist() for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text).tolist()
+
+    def _vector(self, text: str) -> np.ndarray:
+        found = self.known.get(text)
+        return found if found is not None else unit(self.random.normal(size=DIMENSIONS))
+
+
+def unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+class Synthetic:
+    """Clustered vectors and texts; deterministic for a given size."""
+
+    def __init__(self, size: int, seed: int = 42) -> None:
+        self.random = np.random.default_rng(seed + size)
+        self.clusters = clusters_for(size)
+        self.centroids = unit(self.random.normal(size=(self.clusters, DIMENSIONS)))
+        words = self._words(self.clusters * WORDS_PER_CLUSTER + COMMON_WORDS)
+        self.cluster_words = [
+            words[i * WORDS_PER_CLUSTER : (i + 1) * WORDS_PER_CLUSTER] for i in range(self.clusters)
+        ]
+        self.common_words = words[-COMMON_WORDS:]
+
+    def _words(self, count: int) -> list[str]:
+        words: dict[str, None] = {}
+        while len(words) < count:
+            length = int(self.random.integers(3, 6))
+            picks = self.random.integers(0, len(SYLLABLES), size=length)
+            words.setdefault("".join(SYLLABLES[i] for i in picks), None)
+        return list(words)
+
+    def vectors(self, cluster_ids: np.ndarray) -> np.ndarray:
+        # Noise of norm ~1 around a unit centroid: cosine to the centroid is about 0.7.
+        noise = self.random.normal(size=(len(cluster_ids), DIMENSIONS)) / np.sqrt(DIMENSIONS)
+        return unit(self.centroids[cluster_ids] + noise)
+
+    def text(self, cluster: int, words: int) -> str:
+        own = self.random.choice(self.cluster_words[cluster], size=words // 2)
+        common = self.random.choice(self.common_words, size=words - words // 2)
+        return " ".join([*own, *common])
+
+    def query(self, cluster: int) -> tuple[str, np.ndarray]:
+        text = " ".join(self.random.choice(self.cluster_words[cluster], size=3))
+        return text, self.vectors(np.array([cluster]))[0]
+
+
+def rss_mb() -> float:
+    """The process's current resident set size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed_ms(samples: Sequence[float]) -> dict[str, float | None]:
+    return {"p50_ms": percentile(samples, 50), "p95_ms": percentile(samples, 95)}
+
+
+async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
+    """Users' messages and topics in SQLite, then their vectors in Chroma."""
+    from stores.records import NewMessage
+
+    owners = [(TARGET_USER, size)]
+    others = int(size * OTHER_USERS_SHARE)
+    owners += [(TARGET_USER + 1 + i, others // OTHER_USERS) for i in range(OTHER_USERS)]
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    sqlite_s = chroma_s = 0.0
+    target_ids: list[int] = []
+    for user_id, count in owners:
+        if count == 0:
+            continue
+        cluster_ids = synthetic.random.integers(0, synthetic.clusters, size=count)
+        began = time.perf_counter()
+        messages = [
+            NewMessage(
+                external_id=f"u{user_id}-t{topic}-m{index}",
+                role="user" if index % 2 == 0 else "assistant",
+                content=synthetic.text(int(cluster_ids[topic]), 14),
+                created_at=(start + timedelta(minutes=topic * 10 + index)).isoformat(),
+                author=None,
+            )
+            for topic in range(count)
+            for index in range(MESSAGES_PER_TOPIC)
+        ]
+        rows = await asyncio.to_thread(deps.store.add_messages, user_id, messages)
+        if user_id == TARGET_USER:
+            await asyncio.to_thread(analyze, deps.settings.sqlite_path)
+        drafts = [
+            (
+                synthetic.text(int(cluster_ids[topic]), 24),
+                [
+                    row["id"]
+                    for row in rows[topic * MESSAGES_PER_TOPIC : (topic + 1) * MESSAGES_PER_TOPIC]
+                ],
+            )
+            for topic in range(count)
+        ]
+        topics = []
+        for first in range(0, len(drafts), BATCH):
+            topics += await asyncio.to_thread(
+                deps.store.save_topics, user_id, drafts[first : first + BATCH]
+            )
+        sqlite_s += time.perf_counter() - began
+
+        topic_vectors = synthetic.vectors(cluster_ids)
+        message_vectors = synthetic.vectors(np.repeat(cluster_ids, MESSAGES_PER_TOPIC))
+        began = time.perf_counter()
+        for kind, ids, vectors in (
+            ("topics", [topic["id"] for topic in topics], topic_vectors),
+            ("messages", [row["id"] for row in rows], message_vectors),
+        ):
+            for first in range(0, len(ids), BATCH):
+                await asyncio.to_thread(
+                    deps.vectors.upsert,
+                    kind,
+                    user_id,
+                    ids[first : first + BATCH],
+                    vectors[first : first + BATCH],
+                )
+        chroma_s += time.perf_counter() - began
+        if user_id == TARGET_USER:
+            target_ids = [topic["id"] for topic in topics]
+    began = time.perf_counter()
+    await asyncio.to_thread(analyze, deps.settings.sqlite_path)
+    sqlite_s += time.perf_counter() - began
+    return {
+        "sqlite_s": sqlite_s,
+        "chroma_s": chroma_s,
+        "total_topics": sum(count for _, count in owners),
+        "users": len(owners),
+        "target_ids": target_ids,
+    }
+
+
+def analyze(path: Path) -> None:
+    """Refresh SQLite's planner statistics, as `PRAGMA optimize` would after a bulk load.
+
+    Without them the planner answers `user_id = ? AND id IN (...)` by scanning all of
+    the user's messages through the (user_id, seq) index, which makes saving N topics
+    O(N²) (41 s for 10,000 topics) and every id lookup O(user's messages).
+    """
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("ANALYZE")
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def per_user_collection(
+    directory: Path, vectors: np.ndarray, queries: np.ndarray
+) -> dict[str, Any]:
+    """The user's topic vectors alone in a Chroma collection: the query needs no filter."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    client = chromadb.PersistentClient(
+        path=str(directory / "per-user"), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+    collection = client.create_collection(
+        "topics-user", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    began = time.perf_counter()
+    for first in range(0, len(vectors), BATCH):
+        collection.add(
+            ids=[str(i) for i in range(first, min(first + BATCH, len(vectors)))],
+            embeddings=vectors[first : first + BATCH],
+        )
+    build_s = time.perf_counter() - began
+    samples = []
+    for query in queries:
+        began = time.perf_counter()
+        collection.query(query_embeddings=[query], n_results=TOP_K, include=["distances"])
+        samples.append((time.perf_counter() - began) * 1000)
+    return {"build_s": build_s, **timed_ms(samples)}
+
+
+def numpy_baseline(deps, topic_ids: Sequence[int], queries: np.ndarray) -> dict[str, Any]:
+    """Brute-force cosine top-k over the user's topic vectors, loaded from the vector store."""
+    tracemalloc.start()
+    began = time.perf_counter()
+    loaded: dict[int, np.ndarray] = {}
+    for first in range(0, len(topic_ids), BATCH):
+        loaded.update(deps.vectors.vectors("topics", TARGET_USER, topic_ids[first : first + BATCH]))
+    index = np.stack([loaded[i] for i in topic_ids])
+    build_s = time.perf_counter() - began
+    samples = []
+    for query in queries:
+        began = time.perf_counter()
+        scores = index @ query
+        top = np.argpartition(-scores, min(TOP_K, len(scores) - 1))[:TOP_K]
+        ranked = top[np.argsort(-scores[top])]
+        samples.append((time.perf_counter() - began) * 1000)
+        assert len(ranked) == min(TOP_K, len(scores))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "build_s": build_s,
+        "tracemalloc_peak_mb": peak / 2**20,
+        **timed_ms(samples),
+        "index": index,
+    }
+
+
+async def measure_size(size: int) -> dict[str, Any]:
+    """Build the store for `size` topics in a temporary directory and time everything."""
+    from bench.topica import build_retrieval_graph
+    from graphs.context import ResponseContext
+    from graphs.deps import build_deps
+    from graphs.models import ModelRegistry
+    from graphs.settings import Settings
+    from nodes.search import hybrid_search
+    from stores.embedders import Embedder, build_embedder
+
+    synthetic = Synthetic(size)
+    queries = [
+        synthetic.query(int(c))
+        for c in synthetic.random.integers(0, synthetic.clusters, SEARCH_QUERIES)
+    ]
+    retrieval_queries = [
+        synthetic.query(int(c))
+        for c in synthetic.random.integers(0, synthetic.clusters, RETRIEVAL_QUERIES)
+    ]
+    known = dict(queries + retrieval_queries)
+    directory = Path(tempfile.mkdtemp(prefix=f"topica-bench-{size}-"))
+    try:
+        settings = Settings(_env_file=None, data_dir=directory)
+        embedder = Embedder(LookupEmbeddings(known), name="synthetic-512")
+        deps = build_deps(settings, models=ModelRegistry.fixed({}), embedder=embedder)
+        rss_before = rss_mb()
+        began = time.perf_counter()
+        built = await build_store(deps, synthetic, size)
+        build_s = time.perf_counter() - began
+        rss_after = rss_mb()
+
+        context = ResponseContext.from_settings(settings, user_id=TARGET_USER)
+        await asyncio.to_thread(hybrid_search, deps, context, [queries[0][0]])  # warm-up
+        search_samples = []
+        for text, _ in queries:
+            began = time.perf_counter()
+            await asyncio.to_thread(hybrid_search, deps, context, [text])
+            search_samples.append((time.perf_counter() - began) * 1000)
+
+        graph = build_retrieval_graph(deps).compile(name="retrieval")
+        retrieval_samples = []
+        candidates = []
+        for text, _ in retrieval_queries:
+            began = time.perf_counter()
+            state = await graph.ainvoke({"text": text}, context=context)
+            retrieval_samples.append((time.perf_counter() - began) * 1000)
+            candidates.append(len(state.get("candidates") or []))
+        query_vectors = np.stack([vector for _, vector in queries])
+        baseline = await asyncio.to_thread(numpy_baseline, deps, built["target_ids"], query_vectors)
+        deps.close()
+        unfiltered = await asyncio.to_thread(
+            per_user_collection, directory, baseline.pop("index"), query_vectors
+        )
+        encoder = build_embedder(Settings(_env_file=None, data_dir=directory))
+        encoder.encode(["warm-up"])
+        encoding_samples = []
+        for text, _ in queries[:ENCODING_QUERIES]:
+            began = time.perf_counter()
+            encoder.encode([text])
+            encoding_samples.append((time.perf_counter() - began) * 1000)
+        return {
+            "topics": size,
+            "total_topics": built["total_topics"],
+            "users": built["users"],
+            "messages": built["total_topics"] * MESSAGES_PER_TOPIC,
+            "clusters": synthetic.clusters,
+            "build_s": build_s,
+            "sqlite_build_s": built["sqlite_s"],
+            "chroma_build_s": built["chroma_s"],
+            "search": timed_ms(search_samples),
+            "retrieval": timed_ms(retrieval_samples),
+            "mean_candidates": statistics.fmean(candidates),
+            "query_encoding": timed_ms(encoding_samples),
+            "numpy": baseline,
+            "chroma_per_user": unfiltered,
+            "build_rss_mb": rss_after - rss_before,
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _measure_in_process(size: int) -> dict[str, Any]:
+    return asyncio.run(measure_size(size))
+
+
+async def bench_search(sizes: list[int], out: Path | None) -> dict[str, Any]:
+    """Measure each size in a fresh process; with `out`, write bench.md, bench.json, a plot."""
+    results = []
+    spawn = multiprocessing.get_context("spawn")
+    loop = asyncio.get_running_loop()
+    for size in sizes:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            results.append(await loop.run_in_executor(pool, _measure_in_process, size))
+    result = {"sizes": results}
+    if out is not None:
+        write_bench(result, out)
+    return result
+
+
+def bench_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "topics (user)",
+        "topics (all)",
+        "search p50/p95 ms",
+        "retrieval p50/p95 ms",
+        "numpy p50/p95 ms",
+        "per-user Chroma p50/p95 ms",
+        "build s (SQLite + Chroma)",
+        "build RSS MB",
+        "peak RSS MB",
+        "numpy peak MB",
+    ]
+    rows = []
+    for size in result["sizes"]:
+        rows.append(
+            [
+                f"{size['topics']:,}",
+                f"{size['total_topics']:,}",
+                f"{size['search']['p50_ms']:.1f} / {size['search']['p95_ms']:.1f}",
+                f"{size['retrieval']['p50_ms']:.1f} / {size['retrieval']['p95_ms']:.1f}",
+                f"{size['numpy']['p50_ms']:.2f} / {size['numpy']['p95_ms']:.2f}",
+                f"{size['chroma_per_user']['p50_ms']:.1f} / "
+                f"{size['chroma_per_user']['p95_ms']:.1f}",
+                f"{size['build_s']:.1f} ({size['sqlite_build_s']:.1f} + "
+                f"{size['chroma_build_s']:.1f})",
+                f"{size['build_rss_mb']:.0f}",
+                f"{size['peak_rss_mb']:.0f}",
+                f"{size['numpy']['tracemalloc_peak_mb']:.1f}",
+            ]
+        )
+    return header, rows
+
+
+def write_bench(result: dict[str, Any], out: Path) -> None:
+    import json
+
+    from bench.report import markdown_table
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    header, rows = bench_rows(result)
+    encoding = [size["query_encoding"]["p50_ms"] for size in result["sizes"]]
+    text = [
+        "# Search at scale (synthetic topics)",
+        "",
+        markdown_table(header, rows),
+        "",
+        f"One user's topics among {OTHER_USERS} other users holding "
+        f"{OTHER_USERS_SHARE:.0%} as many; {MESSAGES_PER_TOPIC} messages per topic, all "
+        "indexed. Search: `hybrid_search` (vectors and BM25 over topics and messages, RRF). "
+        "Retrieval: `enrich → search → rerank` without an LLM. Both exclude encoding the "
+        "query, which the local embedder does in "
+        + ", ".join(f"{value:.0f}" for value in encoding)
+        + " ms (p50) regardless of size. numpy: brute-force cosine top-50 over the user's "
+        "topic vectors in memory. Per-user Chroma: the same vectors alone in a collection, "
+        "queried without the `user_id` filter (what one collection per user would cost).",
+        "",
+        "![latency against size](bench_search.png)",
+        "",
+    ]
+    (out / "bench.md").write_text("\n".join(text), encoding="utf-8")
+    plot_bench(result, out / "bench_search.png")
+
+
+def plot_bench(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [size["topics"] for size in result["sizes"]]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for key, name in (("search", "search stage"), ("retrieval", "whole retrieval (no LLM)")):
+        for stat, style in (("p50_ms", "-o"), ("p95_ms", "--o")):
+            values = [size[key][stat] for size in result["sizes"]]
+            axes.plot(sizes, values, style, label=f"{name} {stat[:3]}")
+    for key, name, marker in (
+        ("numpy", "numpy brute force", "s"),
+        ("chroma_per_user", "Chroma, per-user collection", "^"),
+    ):
+        for stat, style in (("p50_ms", "-"), ("p95_ms", "--")):
+            values = [size[key][stat] for size in result["sizes"]]
+            axes.plot(sizes, values, style + marker, label=f"{name} {stat[:3]}")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("topics of the user")
+    axes.set_ylabel("latency (ms)")
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize=8)
+    axes.set_title("Search latency against memory size")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def show_bench(result: dict[str, Any], console=None) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    header, rows = bench_rows(result)
+    table = Table(title="Search at scale (synthetic topics)", box=box.SIMPLE)
+    for index, column in enumerate(header):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

@@ -1,0 +1,200 @@
+"""Topica's method in the evaluation: the retrieval part of the response graph.
+
+`build_retrieval_graph(deps)` is `enrich → search → rerank` made of the response
+graph's own node factories and the reranker subgraph, with whatever models the
+registry holds (none: the raw question, hybrid search, the search order). The
+retrieved topics are the reranker's selection followed by the remaining search
+candidates in fused order (what the responder can still load with
+`get_topics_content`), each mapped to its member messages by membership.
+
+Under a token budget the context is filled with topic excerpts first (message-level
+recall inside topics): the topics' messages among the top full-text (BM25) hits of
+the turn's queries, best hit first, then the rest of each topic in rank order; a
+topic cut at the budget keeps its messages closest to the question. A topic shown
+whole has the header the response graph shows it with (id, date, size, summary); a
+topic shown in part has a short one (id, date).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from bench.baselines import Retrieval
+from bench.corpus import Corpus
+from bench.metrics import Unit
+from graphs.callbacks import LLMUsage
+from graphs.context import ResponseContext
+from graphs.deps import Deps
+from graphs.reranker import build_reranker_graph
+from graphs.response import STORAGE_RETRY, make_rerank
+from graphs.state import ResponseInput, ResponseState
+from graphs.tracing import run_config
+from nodes.enrich import make_enrich
+from nodes.search import make_search, search_queries
+from nodes.topic_content import topic_date, topic_header
+from stores.records import TopicRow
+from stores.relational import parse_timestamp
+
+EXCERPT_HITS = 10
+
+
+def build_retrieval_graph(deps: Deps) -> StateGraph:
+    """`enrich → search → rerank`: the response graph up to the choice of topics."""
+    reranker = build_reranker_graph(deps).compile(name="reranker")
+    builder = StateGraph(ResponseState, input_schema=ResponseInput, context_schema=ResponseContext)
+    builder.add_node("enrich", make_enrich(deps))
+    builder.add_node("search", make_search(deps), retry_policy=STORAGE_RETRY)
+    builder.add_node("rerank", make_rerank(deps, reranker))
+    builder.add_edge(START, "enrich")
+    builder.add_edge("enrich", "search")
+    builder.add_edge("search", "rerank")
+    builder.add_edge("rerank", END)
+    return builder
+
+
+def ranked_topic_ids(state: ResponseState) -> list[int]:
+    """The reranker's selection, then the other candidates in search order."""
+    selected = [topic["id"] for topic in state.get("selected_topics") or []]
+    rest = [c["id"] for c in state.get("candidates") or [] if c["id"] not in set(selected)]
+    return list(dict.fromkeys([*selected, *rest]))
+
+
+def excerpt_header(topic: TopicRow) -> str:
+    """A topic shown in part: its id and date; the summary comes with the whole topic."""
+    return f"=== Topic {topic['id']} (excerpt) ===\nDate: {topic_date(topic)}"
+
+
+def turn_time(corpus: Corpus) -> str:
+    """Questions are asked the day after the conversation's last message."""
+    last = max((row["created_at"] for row in corpus.rows.values()), key=parse_timestamp)
+    return (datetime.fromisoformat(last) + timedelta(days=1)).isoformat()
+
+
+class Topica:
+    """Topica's retrieval as an evaluation method.
+
+    `excerpts=True` fills a budget with topic excerpts first: the retrieved topics'
+    messages in the top `EXCERPT_HITS` of the full-text (BM25) message list the search
+    fuses, then the rest of each topic in rank order. `excerpts=False` takes topics
+    whole, in rank order.
+    """
+
+    ranked = True
+    uses_embedder = True
+
+    def __init__(
+        self,
+        name: str = "topica",
+        *,
+        excerpts: bool = True,
+        context_overrides: Mapping[str, object] | None = None,
+    ) -> None:
+        self.name = name
+        self.excerpts = excerpts
+        self.context_overrides = dict(context_overrides or {})
+        self._graph: CompiledStateGraph | None = None
+        self._context: ResponseContext | None = None
+        self._units: dict[int, Unit] = {}
+        self.config: dict[str, object] = {}
+        """What this run retrieved with, for the report (set by `prepare`)."""
+
+    async def prepare(self, corpus: Corpus) -> None:
+        deps = corpus.deps
+        self._graph = build_retrieval_graph(deps).compile(name="retrieval")
+        self._context = ResponseContext.from_settings(
+            deps.settings,
+            user_id=corpus.user_id,
+            now_iso=turn_time(corpus),
+            **self.context_overrides,
+        )
+        context = self._context
+        self.config = {
+            "excerpt_hits": EXCERPT_HITS if self.excerpts else None,
+            "message_hits_count": context.message_hits_count,
+            "topics_threshold": context.topics_threshold,
+            "retrieved_topics_count": context.retrieved_topics_count,
+            "rrf_k": context.rrf_k,
+            "rerank_max_topics": context.rerank_max_topics,
+            "enricher": deps.models.name("enricher"),
+            "reranker": deps.models.name("reranker"),
+        }
+        topics = await asyncio.to_thread(deps.store.list_topics, corpus.user_id)
+        members = await asyncio.to_thread(
+            deps.store.topic_message_ids, corpus.user_id, [topic["id"] for topic in topics]
+        )
+        self._units = {
+            topic["id"]: Unit(
+                key=f"topic:{topic['id']}",
+                message_ids=tuple(members[topic["id"]]),
+                header=topic_header(topic),
+                excerpt_header=excerpt_header(topic),
+            )
+            for topic in topics
+        }
+
+    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
+        return {i: unit.key for unit in self._units.values() for i in unit.message_ids}
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        assert self._graph is not None, "prepare() first"
+        usage = LLMUsage()
+        config = {**run_config("retrieval", corpus.user_id), "callbacks": [usage]}
+        state = await self._graph.ainvoke({"text": question}, config, context=self._context)
+        units = [self._units[i] for i in ranked_topic_ids(state) if i in self._units]
+        queries = search_queries(state["text"], state.get("query"))
+        hits = await text_hits(corpus, queries, EXCERPT_HITS) if self.excerpts else {}
+        vector = corpus.deps.embedder.encode_query(queries[-1])
+        similarity = corpus.similarity(vector, corpus.order).tolist()
+        closeness = dict(zip(corpus.order, similarity, strict=True))
+        return Retrieval(
+            units,
+            fill=fill_order(units, hits, closeness),
+            selected=len(state.get("selected_topics") or []),
+            llm_calls=usage.calls,
+            prompt_tokens=usage.prompt_tokens,
+            info={
+                "rerank_fallback": state.get("rerank_fallback"),
+                "enrich_fallback": state.get("enrich_fallback"),
+            },
+        )
+
+
+async def text_hits(corpus: Corpus, queries: Sequence[str], limit: int) -> dict[str, int]:
+    """Messages in the top `limit` of the full-text (BM25) list of any query: best rank."""
+    best: dict[str, int] = {}
+    for query in queries:
+        ranked = await asyncio.to_thread(
+            corpus.deps.store.search_messages, corpus.user_id, query, limit
+        )
+        for rank, external_id in enumerate(corpus.externals([i for i, _ in ranked]), 1):
+            best[external_id] = min(rank, best.get(external_id, rank))
+    return best
+
+
+def fill_order(
+    units: Sequence[Unit], hits: Mapping[str, int], closeness: Mapping[str, float]
+) -> list[tuple[str, str]]:
+    """Excerpts first, then the topics: (topic key, message id) in the order a budget takes them.
+
+    Excerpts are the topics' messages among `hits`, best hit first (ties: the better
+    topic); then each topic in rank order gives its other messages, closest to the
+    question first, so that a topic cut at the budget keeps those.
+    """
+    rank = {unit.key: index for index, unit in enumerate(units)}
+    topic_of = {message_id: unit.key for unit in units for message_id in unit.message_ids}
+    excerpts = sorted(
+        (i for i in hits if i in topic_of), key=lambda i: (hits[i], rank[topic_of[i]])
+    )
+    rest = [
+        (unit.key, message_id)
+        for unit in units
+        for message_id in sorted(
+            (i for i in unit.message_ids if i not in hits), key=lambda i: -closeness[i]
+        )
+    ]
+    return [(topic_of[i], i) for i in excerpts] + rest

@@ -1,0 +1,39 @@
+"""The scale benchmark's data and one small measurement (real SQLite and Chroma)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.scale import DIMENSIONS, Synthetic, measure_size, show_bench, write_bench
+
+
+def test_synthetic_vectors_cluster_and_texts_share_their_clusters_words() -> None:
+    synthetic = Synthetic(1000)
+    clusters = np.array([0, 0, 1])
+    vectors = synthetic.vectors(clusters)
+    assert vectors.shape == (3, DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    to_centroid = float(vectors[0] @ synthetic.centroids[0])
+    assert 0.6 < to_centroid < 0.8
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    text, query = synthetic.query(3)
+    assert set(text.split()) <= set(synthetic.cluster_words[3])
+    assert float(query @ synthetic.centroids[3]) > 0.6
+    assert Synthetic(1000).cluster_words == synthetic.cluster_words  # deterministic
+
+
+async def test_a_small_size_is_measured_end_to_end(tmp_path) -> None:
+    result = await measure_size(200)
+    assert result["topics"] == 200
+    assert result["total_topics"] == 200 + 24 * 2  # others hold a quarter: 50 // 24 each
+    assert result["users"] == 25
+    assert result["messages"] == 2 * result["total_topics"]
+    for stage in ("search", "retrieval", "numpy", "chroma_per_user", "query_encoding"):
+        assert 0 < result[stage]["p50_ms"] <= result[stage]["p95_ms"], stage
+    assert result["mean_candidates"] > 0
+    assert result["peak_rss_mb"] > 0
+    assert result["numpy"]["tracemalloc_peak_mb"] > 200 * DIMENSIONS * 4 / 2**20
+    write_bench({"sizes": [result]}, tmp_path)
+    assert "| 200 | 248 |" in (tmp_path / "bench.md").read_text()
+    assert (tmp_path / "bench_search.png").stat().st_size > 0
+    show_bench({"sizes": [result]})
