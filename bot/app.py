@@ -77,16 +77,15 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
     The graph is compiled here, not per turn (compiling costs about half a
     second), and each turn goes through `answer_turn`, the body of `run_turn`.
     The turn's text is stored under `external_id`: the group's last message,
-    stored already, so nothing is stored twice. Media parts are not passed on:
-    turns take text only (photos and voice are described in it, documents
-    inlined), so the parts wait here for a multimodal turn.
+    stored already, so nothing is stored twice. Photos and voice go to the
+    responder as image and audio parts; documents are inlined in the text.
     """
     graph = compile_response_graph(deps, checkpointer)
 
     async def turn(
         user_id: int, text: str, *, parts: list[dict[str, Any]], external_id: str
     ) -> dict[str, Any]:
-        return await answer_turn(graph, deps, user_id, text, external_id=external_id)
+        return await answer_turn(graph, deps, user_id, text, external_id=external_id, parts=parts)
 
     return turn
 

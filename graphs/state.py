@@ -142,6 +142,9 @@ class ResponseInput(TypedDict):
     text: str
     message_id: NotRequired[int | None]
     """The stored row of `text`, kept out of the window and auto-RAG; None if not stored."""
+    parts: NotRequired[list[dict]]
+    """Media of the message as LangChain content blocks (`{"type": "image"|"audio",
+    "base64", "mime_type"}`), sent to the responder with the text."""
 
 
 class ResponseState(ResponseInput, total=False):

@@ -111,8 +111,12 @@ async def answer_turn(
     *,
     now_iso: str | None = None,
     external_id: str | None = None,
+    parts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Store the message, run the compiled response graph on it, return the turn's result."""
+    """Store the message, run the compiled response graph on it, return the turn's result.
+
+    `parts` are the message's media as LangChain content blocks; the responder sees them
+    with the text (the memory-only path, having no model, works from the text alone)."""
     moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
     stamp = moment.isoformat(timespec="seconds")
     external_id = external_id or f"turn-{uuid4().hex}"
@@ -125,7 +129,10 @@ async def answer_turn(
     config["configurable"]["thread_id"] = f"response-{user_key(user_id)}-{turn}"
     config["callbacks"] = [*config["callbacks"], usage]
     context = ResponseContext.from_settings(deps.settings, user_id=user_id, now_iso=stamp)
-    state = await graph.ainvoke({"text": text, "message_id": message_id}, config, context=context)
+    turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
+    if parts:
+        turn_input["parts"] = parts
+    state = await graph.ainvoke(turn_input, config, context=context)
     return turn_result(deps, user_id, state, usage.calls)
 
 

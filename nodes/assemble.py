@@ -241,10 +241,10 @@ def make_assemble(deps: Deps):
         window = window_turns(view.window, context.window_budget_tokens - layers.get("auto_rag", 0))
         if window:
             layers["window"] = message_tokens(window)
-        current = HumanMessage(
-            truncate_to_tokens(state["text"], context.current_message_budget_tokens)
-        )
-        layers["current"] = tokens(current.text)
+        text = truncate_to_tokens(state["text"], context.current_message_budget_tokens)
+        parts = state.get("parts") or []
+        current = HumanMessage([{"type": "text", "text": text}, *parts] if parts else text)
+        layers["current"] = tokens(text)
         messages = [system_message, *window, current]
         return {
             "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],

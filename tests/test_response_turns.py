@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -170,3 +171,29 @@ async def test_chat_session_archives_when_the_triggers_fire(deps: Deps):
     messages = deps.store.all_messages(USER)
     assert all(m["topic_id"] is not None for m in messages[: len(POSTGRES)])
     assert all(m["topic_id"] is None for m in messages[len(POSTGRES) :])
+
+
+async def test_media_parts_reach_the_responder_with_the_text(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    photo = base64.b64encode(b"\xff\xd8\xff" + b"\x10" * 64).decode()
+    deps = make_deps(models={"responder": chat_model(server)})
+    server.script(reply("A cat on a sofa."))
+    graph = graphs.turns.compile_response_graph(deps)
+    result = await graphs.turns.answer_turn(
+        graph,
+        deps,
+        USER,
+        "[photo] what is this?",
+        now_iso=NOW,
+        parts=[{"type": "image", "base64": photo, "mime_type": "image/jpeg"}],
+    )
+    assert result["answer"] == "A cat on a sofa."
+    [request] = server.chat_requests
+    current = request.json_body["messages"][-1]
+    assert current["role"] == "user"
+    assert {"type": "text", "text": "[photo] what is this?"} in current["content"]
+    images = [part for part in current["content"] if part.get("type") == "image_url"]
+    assert images and images[0]["image_url"]["url"] == f"data:image/jpeg;base64,{photo}"
+    stored = [row["content"] for row in deps.store.all_messages(USER) if row["role"] == "user"]
+    assert stored == ["[photo] what is this?"], "media bytes are not stored as text"
