@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sqlite3
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from rich.table import Table
 
 from graphs.archive import archive_user, store_messages
 from graphs.deps import Deps, build_deps, durable_checkpointer
+from graphs.logs import configure_logging
 from graphs.settings import Settings
 from graphs.state import MemoryState
 from graphs.turns import chat_session, run_turn
@@ -402,7 +402,7 @@ async def run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings_for(args)
+        settings = settings_for(args)
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
@@ -411,10 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose, settings.log_format == "json")
     try:
         asyncio.run(run(args))
     except (SessionFormatError, StoreError, CommandError) as error:

@@ -46,6 +46,7 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default=Path("data"), description="SQLite, Chroma and checkpoints.")
     sqlite_busy_timeout_s: float = 10.0
+    log_format: Literal["text", "json"] = "text"
 
     # Chat models: any OpenAI-compatible endpoint. No model = the non-LLM path.
     llm_base_url: str | None = None
