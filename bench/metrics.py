@@ -10,7 +10,7 @@ header and one transcript line per message. Evidence is a list of dia_ids.
 - NDCG@k: graded gain = the evidence messages a unit holds that no higher unit
   held; the ideal ranking is the method's own units sorted by that gain, so a
   method is compared with the best it could have done with its own units;
-- recall at a budget: the method's context order (`fill_order`: which message goes
+- recall at a budget: the method's context order (`Retrieval.fill`: which message goes
   in next) is cut at the longest prefix whose rendered context stays within the
   budget; an evidence message counts when its line is in the context.
 

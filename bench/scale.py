@@ -53,12 +53,18 @@ MESSAGES_PER_TOPIC = 2
 TARGET_USER = 1
 SEARCH_QUERIES = 100
 RETRIEVAL_QUERIES = 50
+QUERY_TOPICS_BUDGET = 1_000_000
+"""Fewer queries for large sizes: at most this many topics searched in all (at least 20)."""
 ENCODING_QUERIES = 50
 TOP_K = 50
 BATCH = 4000
 WORDS_PER_CLUSTER = 40
 COMMON_WORDS = 300
 SYLLABLES = ("ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "da", "pe", "zu", "ri", "mo", "le")
+
+
+def query_count(most: int, size: int) -> int:
+    return max(20, min(most, QUERY_TOPICS_BUDGET // size))
 
 
 def clusters_for(size: int) -> int:
@@ -299,11 +305,13 @@ async def measure_size(size: int) -> dict[str, Any]:
     synthetic = Synthetic(size)
     queries = [
         synthetic.query(int(c))
-        for c in synthetic.random.integers(0, synthetic.clusters, SEARCH_QUERIES)
+        for c in synthetic.random.integers(0, synthetic.clusters, query_count(SEARCH_QUERIES, size))
     ]
     retrieval_queries = [
         synthetic.query(int(c))
-        for c in synthetic.random.integers(0, synthetic.clusters, RETRIEVAL_QUERIES)
+        for c in synthetic.random.integers(
+            0, synthetic.clusters, query_count(RETRIEVAL_QUERIES, size)
+        )
     ]
     known = dict(queries + retrieval_queries)
     directory = Path(tempfile.mkdtemp(prefix=f"topica-bench-{size}-"))
@@ -355,6 +363,7 @@ async def measure_size(size: int) -> dict[str, Any]:
             "build_s": build_s,
             "sqlite_build_s": built["sqlite_s"],
             "chroma_build_s": built["chroma_s"],
+            "queries": {"search": len(queries), "retrieval": len(retrieval_queries)},
             "search": timed_ms(search_samples),
             "retrieval": timed_ms(retrieval_samples),
             "mean_candidates": statistics.fmean(candidates),

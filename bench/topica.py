@@ -7,18 +7,19 @@ retrieved topics are the reranker's selection followed by the remaining search
 candidates in fused order (what the responder can still load with
 `get_topics_content`), each mapped to its member messages by membership.
 
-Under a token budget the context is filled with topic excerpts first (message-level
-recall inside topics): the topics' messages among the top full-text (BM25) hits of
-the turn's queries, best hit first, then the rest of each topic in rank order; a
-topic cut at the budget keeps its messages closest to the question. A topic shown
-whole has the header the response graph shows it with (id, date, size, summary); a
-topic shown in part has a short one (id, date).
+Under a token budget the context is filled message by message in the order
+`nodes.excerpts.rank_topic_messages` gives the retrieved topics' messages (topic rank,
+full-text hits and their neighbours, fused): the ranking the response graph's context
+assembly cuts recalled topics with when they do not fit. The evaluation ranks the
+messages of every retrieved topic; the assembly, those of the topics the reranker
+selected. A topic shown whole has the header the response graph shows it with (id,
+date, size, summary); a topic shown in part has a short one (id, date).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from langgraph.graph import END, START, StateGraph
@@ -35,12 +36,11 @@ from graphs.response import STORAGE_RETRY, make_rerank
 from graphs.state import ResponseInput, ResponseState
 from graphs.tracing import run_config
 from nodes.enrich import make_enrich
-from nodes.search import make_search, search_queries
+from nodes.excerpts import rank_topic_messages
+from nodes.search import make_search
 from nodes.topic_content import topic_date, topic_header
 from stores.records import TopicRow
 from stores.relational import parse_timestamp
-
-EXCERPT_HITS = 10
 
 
 def build_retrieval_graph(deps: Deps) -> StateGraph:
@@ -78,10 +78,8 @@ def turn_time(corpus: Corpus) -> str:
 class Topica:
     """Topica's retrieval as an evaluation method.
 
-    `excerpts=True` fills a budget with topic excerpts first: the retrieved topics'
-    messages in the top `EXCERPT_HITS` of the full-text (BM25) message list the search
-    fuses, then the rest of each topic in rank order. `excerpts=False` takes topics
-    whole, in rank order.
+    `excerpts=True` fills a budget with the retrieved topics' messages, most relevant
+    first (`nodes.excerpts`); `excerpts=False` takes topics whole, in rank order.
     """
 
     ranked = True
@@ -100,6 +98,7 @@ class Topica:
         self._graph: CompiledStateGraph | None = None
         self._context: ResponseContext | None = None
         self._units: dict[int, Unit] = {}
+        self._members: dict[int, list[int]] = {}
         self.config: dict[str, object] = {}
         """What this run retrieved with, for the report (set by `prepare`)."""
 
@@ -114,7 +113,7 @@ class Topica:
         )
         context = self._context
         self.config = {
-            "excerpt_hits": EXCERPT_HITS if self.excerpts else None,
+            "fill": "relevant messages" if self.excerpts else "whole topics",
             "message_hits_count": context.message_hits_count,
             "topics_threshold": context.topics_threshold,
             "retrieved_topics_count": context.retrieved_topics_count,
@@ -127,6 +126,10 @@ class Topica:
         members = await asyncio.to_thread(
             deps.store.topic_message_ids, corpus.user_id, [topic["id"] for topic in topics]
         )
+        self._members = {
+            topic_id: [corpus.rows[i]["id"] for i in external_ids]
+            for topic_id, external_ids in members.items()
+        }
         self._units = {
             topic["id"]: Unit(
                 key=f"topic:{topic['id']}",
@@ -145,15 +148,22 @@ class Topica:
         usage = LLMUsage()
         config = {**run_config("retrieval", corpus.user_id), "callbacks": [usage]}
         state = await self._graph.ainvoke({"text": question}, config, context=self._context)
-        units = [self._units[i] for i in ranked_topic_ids(state) if i in self._units]
-        queries = search_queries(state["text"], state.get("query"))
-        hits = await text_hits(corpus, queries, EXCERPT_HITS) if self.excerpts else {}
-        vector = corpus.deps.embedder.encode_query(queries[-1])
-        similarity = corpus.similarity(vector, corpus.order).tolist()
-        closeness = dict(zip(corpus.order, similarity, strict=True))
+        ranked = [i for i in ranked_topic_ids(state) if i in self._units]
+        fill = None
+        if self.excerpts:
+            order = rank_topic_messages(
+                [(i, self._members[i]) for i in ranked],
+                state.get("message_hits") or [],
+                self._context.rrf_k,
+            )
+            fill = [
+                (self._units[topic_id].key, corpus.external_of[message_id])
+                for topic_id, message_id in order
+                if message_id in corpus.external_of
+            ]
         return Retrieval(
-            units,
-            fill=fill_order(units, hits, closeness),
+            [self._units[i] for i in ranked],
+            fill=fill,
             selected=len(state.get("selected_topics") or []),
             llm_calls=usage.calls,
             prompt_tokens=usage.prompt_tokens,
@@ -162,39 +172,3 @@ class Topica:
                 "enrich_fallback": state.get("enrich_fallback"),
             },
         )
-
-
-async def text_hits(corpus: Corpus, queries: Sequence[str], limit: int) -> dict[str, int]:
-    """Messages in the top `limit` of the full-text (BM25) list of any query: best rank."""
-    best: dict[str, int] = {}
-    for query in queries:
-        ranked = await asyncio.to_thread(
-            corpus.deps.store.search_messages, corpus.user_id, query, limit
-        )
-        for rank, external_id in enumerate(corpus.externals([i for i, _ in ranked]), 1):
-            best[external_id] = min(rank, best.get(external_id, rank))
-    return best
-
-
-def fill_order(
-    units: Sequence[Unit], hits: Mapping[str, int], closeness: Mapping[str, float]
-) -> list[tuple[str, str]]:
-    """Excerpts first, then the topics: (topic key, message id) in the order a budget takes them.
-
-    Excerpts are the topics' messages among `hits`, best hit first (ties: the better
-    topic); then each topic in rank order gives its other messages, closest to the
-    question first, so that a topic cut at the budget keeps those.
-    """
-    rank = {unit.key: index for index, unit in enumerate(units)}
-    topic_of = {message_id: unit.key for unit in units for message_id in unit.message_ids}
-    excerpts = sorted(
-        (i for i in hits if i in topic_of), key=lambda i: (hits[i], rank[topic_of[i]])
-    )
-    rest = [
-        (unit.key, message_id)
-        for unit in units
-        for message_id in sorted(
-            (i for i in unit.message_ids if i not in hits), key=lambda i: -closeness[i]
-        )
-    ]
-    return [(topic_of[i], i) for i in excerpts] + rest

@@ -157,6 +157,8 @@ class ResponseState(ResponseInput, total=False):
     candidates: Annotated[list[TopicCandidate], latest]
     people_candidates: Annotated[list[PersonCandidate], latest]
     fact_candidates: Annotated[list[FactCandidate], latest]
+    message_hits: Annotated[list[list[int]], latest]
+    """Message ids hit by full-text (BM25) search, best first, one list per query."""
     selected_topics: Annotated[list[SelectedTopic], latest]
     selected_people: Annotated[list[SelectedPerson], latest]
     rerank_fallback: str | None

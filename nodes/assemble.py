@@ -38,6 +38,7 @@ from nodes.budget import (
     truncate_to_tokens,
 )
 from nodes.clock import prompt_date, turn_moment
+from nodes.excerpts import relevant_excerpts
 from nodes.formatting import transcript
 from nodes.search import person_description
 from nodes.session_summary import session_summary
@@ -113,19 +114,34 @@ def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> str:
 
 
 def topics_section(
-    store: RelationalStore, user_id: int, selected: Sequence[SelectedTopic], budget: int
+    store: RelationalStore,
+    user_id: int,
+    selected: Sequence[SelectedTopic],
+    budget: int,
+    message_hits: Sequence[Sequence[int]] = (),
+    rrf_k: int = 60,
 ) -> str:
+    """The recalled topics with the reranker's reasons, within `budget` tokens.
+
+    Topics that fit are shown whole; when they do not all fit, each is cut to its
+    messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits`),
+    so the room goes to the answer-bearing messages of every topic rather than to the
+    first topics' opening lines.
+    """
     if not selected:
         return ""
     reasons = "\n".join(f"- Topic {topic['id']}: {topic['reason']}" for topic in selected)
-    content_budget = budget - tokens(reasons) - TOPICS_FRAME_TOKENS
-    content = render_topics_content(
-        store,
-        user_id,
-        [topic["id"] for topic in selected],
-        excerpts={topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]},
-        max_chars=max(0, content_budget) * CHARS_PER_TOKEN,
-    )
+    max_chars = max(0, budget - tokens(reasons) - TOPICS_FRAME_TOKENS) * CHARS_PER_TOKEN
+    topic_ids = [topic["id"] for topic in selected]
+    excerpts = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
+    content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
+    if len(content) > max_chars:
+        topic_ids, excerpts = relevant_excerpts(
+            store, user_id, topic_ids, message_hits, max_chars, rrf_k, given=excerpts
+        )
+        content = render_topics_content(
+            store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
+        )
     section = prompt.TOPICS_SECTION.format(reasons=reasons, content=content)
     return truncate_to_tokens(section, budget)
 
@@ -182,7 +198,12 @@ def recalled_sections(
         (
             "topics",
             topics_section(
-                store, user_id, state.get("selected_topics") or [], context.topics_budget_tokens
+                store,
+                user_id,
+                state.get("selected_topics") or [],
+                context.topics_budget_tokens,
+                state.get("message_hits") or [],
+                context.rrf_k,
             ),
         ),
         (

@@ -56,15 +56,25 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
 def topic_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[TopicCandidate]:
-    """The user's topics by fused score, best first, at most `retrieved_topics_count`.
+    """The user's topics by fused score, best first, at most `retrieved_topics_count`."""
+    return topic_search(deps, context, queries)[0]
+
+
+def topic_search(
+    deps: Deps, context: ResponseContext, queries: Sequence[str]
+) -> tuple[list[TopicCandidate], list[list[int]]]:
+    """The user's topics by fused score, and each query's full-text message hits.
 
     The threshold decides whether a topic vector hit enters the fusion; `vector_score`
     reports the topic's best cosine among the nearest topics either way (ties broken by it).
+    The message hits (ids, best first, per query) are what `nodes.excerpts` ranks the
+    recalled topics' messages with.
     """
     store, vectors, user_id = deps.store, deps.vectors, context.user_id
     ranked_lists: list[list[int]] = []
     cosine: dict[int, float] = {}
     message_lists: list[list[int]] = []
+    text_hits: list[list[int]] = []
     for query in queries:
         vector = deps.embedder.encode_query(query)
         topic_hits = vectors.query("topics", user_id, vector, context.retrieved_topics_count)
@@ -78,9 +88,10 @@ def topic_candidates(
         message_lists.append(
             [i for i, _ in vectors.query("messages", user_id, vector, context.message_hits_count)]
         )
-        message_lists.append(
+        text_hits.append(
             [i for i, _ in store.search_messages(user_id, query, context.message_hits_count)]
         )
+        message_lists.append(text_hits[-1])
     topic_of = {
         row["id"]: row["topic_id"]
         for row in store.messages_by_ids(user_id, sorted({i for ids in message_lists for i in ids}))
@@ -91,7 +102,7 @@ def topic_candidates(
     scores = rrf_scores(ranked_lists, context.rrf_k)
     ranked = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
     topics = store.topics_by_ids(user_id, ranked[: context.retrieved_topics_count])
-    return [
+    candidates = [
         TopicCandidate(
             id=topic["id"],
             summary=topic["summary"],
@@ -103,6 +114,7 @@ def topic_candidates(
         )
         for topic in topics
     ]
+    return candidates, text_hits
 
 
 def _best_similarities(
@@ -170,9 +182,12 @@ def people_candidates(
 
 
 def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) -> dict:
-    """The search node's update: topic, people and fact candidates of the user."""
+    """The search node's update: topic, people and fact candidates of the user, and the
+    full-text message hits the context assembly picks topic excerpts with."""
+    candidates, text_hits = topic_search(deps, context, queries)
     return {
-        "candidates": topic_candidates(deps, context, queries),
+        "candidates": candidates,
+        "message_hits": text_hits,
         "people_candidates": people_candidates(deps, context, queries),
         "fact_candidates": fact_candidates(deps, context, queries),
     }

@@ -32,6 +32,7 @@ NOTHING_FOUND = "No content is available for the requested topic IDs."
 # A model asking for every candidate must not blow its own context window: ~50K tokens
 # covers the seed's typical request of 10-15 topics (~25K tokens) with room to spare.
 TOOL_RESULT_MAX_CHARS = 200_000
+EXCERPT_LABEL = "Excerpt (the relevant part of a larger topic):"
 
 
 def size_label(size_chars: int) -> str:
@@ -97,7 +98,7 @@ def render_topics_content(
     for topic in topics:
         header = topic_header(topic)
         if topic["id"] in excerpts:
-            entries = [f"Excerpt (the relevant part of a larger topic):\n{excerpts[topic['id']]}"]
+            entries = [f"{EXCERPT_LABEL}\n{excerpts[topic['id']]}"]
         else:
             messages = store.topic_messages(user_id, topic["id"])
             entries = [transcript([message]) for message in messages]

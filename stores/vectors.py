@@ -102,12 +102,38 @@ class VectorStore:
                 metadatas=[{**meta, "user_id": user_id} for meta in extra],
             )
 
+    def _owned(
+        self, kind: Kind, user_id: int, ids: Sequence[int], embeddings: bool
+    ) -> dict[str, Any]:
+        """The records among `ids` that belong to the user: {chroma id: embedding or None}.
+
+        Records are fetched by id and their `user_id` checked here rather than with a
+        `where` filter: Chroma (1.x) evaluates `ids` together with `where` in time that
+        grows with the ids times the collection (1,000 ids of a 30,000-record collection:
+        20 s with the filter, 65 ms without), while a get by ids alone is an index lookup.
+        """
+        include: list[Any] = ["metadatas", "embeddings"] if embeddings else ["metadatas"]
+        with self._reachable():
+            found = self._collection(kind).get(
+                ids=[str(record_id) for record_id in dict.fromkeys(ids)], include=include
+            )
+        vectors = found["embeddings"] if embeddings else [None] * len(found["ids"])
+        return {
+            record_id: vector
+            for record_id, metadata, vector in zip(
+                found["ids"], found["metadatas"], vectors, strict=True
+            )
+            if (metadata or {}).get("user_id") == user_id
+        }
+
     def delete(self, kind: Kind, user_id: int, ids: Sequence[int]) -> None:
-        if ids:
+        """Delete the user's records among `ids` (other users' ids are left alone)."""
+        if not ids:
+            return
+        owned = self._owned(kind, user_id, ids, embeddings=False)
+        if owned:
             with self._reachable():
-                self._collection(kind).delete(
-                    ids=[str(record_id) for record_id in ids], where={"user_id": user_id}
-                )
+                self._collection(kind).delete(ids=list(owned))
 
     def query(
         self,
@@ -136,17 +162,13 @@ class VectorStore:
         ]
 
     def vectors(self, kind: Kind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The user's stored vectors among `ids` (missing and other users' ids are absent)."""
         if not ids:
             return {}
-        with self._reachable():
-            result = self._collection(kind).get(
-                ids=[str(record_id) for record_id in ids],
-                where={"user_id": user_id},
-                include=["embeddings"],
-            )
+        owned = self._owned(kind, user_id, ids, embeddings=True)
         return {
             int(record_id): np.asarray(vector, dtype=np.float32)
-            for record_id, vector in zip(result["ids"], result["embeddings"], strict=True)
+            for record_id, vector in owned.items()
         }
 
     def count(self, kind: Kind, user_id: int) -> int:

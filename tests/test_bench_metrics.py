@@ -22,7 +22,6 @@ from bench.metrics import (
     render,
     whole_units,
 )
-from bench.topica import fill_order
 from bench.usage import counting_all
 from graphs.callbacks import LLMUsage
 
@@ -92,20 +91,6 @@ def test_a_unit_in_part_shows_its_excerpt_header_and_lines_in_unit_order() -> No
     lines = {"a": "A", "b": "B", "c": "C"}
     assert render([("t", "c"), ("t", "a")], {"t": unit}, lines) == "== t ==\nA\nC"
     assert render(whole_units([unit]), {"t": unit}, lines) == "=== Topic t ===\nsummary\nA\nB\nC"
-
-
-def test_topica_fill_order_puts_text_hits_first_then_topics_by_rank() -> None:
-    units = [Unit("t1", ("a", "b", "c")), Unit("t2", ("d", "e"))]
-    hits = {"e": 1, "b": 2, "zz": 3}  # "zz" belongs to no retrieved topic
-    closeness = {"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.2, "e": 0.3}
-    assert fill_order(units, hits, closeness) == [
-        ("t2", "e"),
-        ("t1", "b"),
-        ("t1", "c"),
-        ("t1", "a"),
-        ("t2", "d"),
-    ]
-    assert fill_order(units, {}, closeness)[:3] == [("t1", "b"), ("t1", "c"), ("t1", "a")]
 
 
 def test_malformed_evidence_is_split_where_possible_and_reported() -> None:
