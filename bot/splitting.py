@@ -75,7 +75,14 @@ class _Layout:
                 stack.append(tag)
             self.stack_positions.append(tag.end)
             self.stacks.append(tuple(stack))
-        self.blocked = sorted(spans)
+        # Entities inside a tag's attributes lie within the tag's span: merge
+        # overlapping spans, so that `cuttable` sees the whole tag.
+        for span_start, span_end in sorted(spans):
+            if self.blocked and span_start < self.blocked[-1][1]:
+                last_start, last_end = self.blocked[-1]
+                self.blocked[-1] = (last_start, max(last_end, span_end))
+            else:
+                self.blocked.append((span_start, span_end))
 
     def cost(self, start: int, end: int) -> int:
         return self.units[end] - self.units[start]

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_openai import ChatOpenAI
 
 from graphs.archive import archive_user, store_messages
 from graphs.deps import Deps
@@ -141,9 +140,7 @@ async def test_injection_reaches_the_model_only_as_quoted_memory(deps: Deps) -> 
     await archive_user(deps, 1, archive_all=True)
     async with ScriptedOpenAI() as server:
         server.script(reply("Понял."))
-        responder = ChatOpenAI(
-            base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=5
-        )
+        responder = server.chat_model()
         with_responder = dataclasses.replace(
             deps, models=ModelRegistry.fixed({"responder": responder})
         )

@@ -28,7 +28,7 @@ async def test_a_small_size_is_measured_end_to_end(tmp_path) -> None:
     assert result["total_topics"] == 200 + 24 * 2  # others hold a quarter: 50 // 24 each
     assert result["users"] == 25
     assert result["messages"] == 2 * result["total_topics"]
-    for stage in ("search", "retrieval", "numpy", "chroma_per_user", "query_encoding"):
+    for stage in ("search", "retrieval", "numpy", "chroma_query", "query_encoding"):
         assert 0 < result[stage]["p50_ms"] <= result[stage]["p95_ms"], stage
     assert result["mean_candidates"] > 0
     assert result["peak_rss_mb"] > 0

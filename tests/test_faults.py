@@ -117,13 +117,7 @@ async def server() -> AsyncIterator[ScriptedOpenAI]:
 
 
 def chat_model(server: ScriptedOpenAI, *, max_retries: int = 0) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=server.base_url,
-        api_key="test",
-        model="scripted",
-        max_retries=max_retries,
-        timeout=CLIENT_TIMEOUT_S,
-    )
+    return server.chat_model(timeout=CLIENT_TIMEOUT_S, max_retries=max_retries)
 
 
 def with_models(deps: Deps, **models: Any) -> Deps:

@@ -36,7 +36,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from langchain_openai import ChatOpenAI
 
 from bot.routers.callbacks import ForgetAction
 from bot.texts import ENGLISH
@@ -307,9 +306,7 @@ async def scripted_responder_turn(
     )
     before = len(server.chat_requests)
     facts_before = facts_of_everyone(deps, users)
-    responder = ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=10
-    )
+    responder = server.chat_model(timeout=10)
     llm_deps = dataclasses.replace(deps, models=ModelRegistry.fixed({"responder": responder}))
     graph = compile_response_graph(llm_deps)
 
@@ -349,9 +346,7 @@ async def forged_rerank(
         ),
     )
     before = len(server.chat_requests)
-    reranker = ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=10
-    )
+    reranker = server.chat_model(timeout=10)
     graph = build_reranker_graph(
         dataclasses.replace(deps, models=ModelRegistry.fixed({"reranker": reranker}))
     ).compile()

@@ -47,13 +47,7 @@ CLIENT_TIMEOUT_S = 2.0
 def make_llm(server: ScriptedOpenAI, timeout: float = CLIENT_TIMEOUT_S) -> ChatOpenAI:
     """The real client, pointed at the scripted server, with retries off so every scripted
     step maps to exactly one HTTP request."""
-    return ChatOpenAI(
-        base_url=server.base_url,
-        api_key="test",
-        model="scripted",
-        max_retries=0,
-        timeout=timeout,
-    )
+    return server.chat_model(timeout=timeout)
 
 
 @asynccontextmanager
@@ -207,9 +201,7 @@ async def test_rate_limit_is_retried_by_client_when_retries_enabled() -> None:
     """The Retry-After header must be honoured by the openai client's own retry loop."""
     async with ScriptedOpenAI() as server:
         server.script(http_error(429, retry_after=0.05), reply("after retry"))
-        llm = ChatOpenAI(
-            base_url=server.base_url, api_key="test", model="scripted", max_retries=1, timeout=2
-        )
+        llm = server.chat_model(timeout=2, max_retries=1)
 
         result = await llm.ainvoke("hi")
 

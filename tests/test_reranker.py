@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
@@ -170,12 +169,6 @@ async def server() -> AsyncIterator[ScriptedOpenAI]:
         yield scripted
 
 
-def chat_model(server: ScriptedOpenAI) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=5
-    )
-
-
 @pytest.fixture
 def llm_world(
     make_deps: Callable[..., Deps],
@@ -183,7 +176,7 @@ def llm_world(
     server: ScriptedOpenAI,
 ) -> World:
     """The world, with the reranker model pointed at the scripted server."""
-    return build_world(make_deps(models={"reranker": chat_model(server)}), make_messages)
+    return build_world(make_deps(models={"reranker": server.chat_model()}), make_messages)
 
 
 async def rerank(

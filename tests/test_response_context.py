@@ -143,13 +143,9 @@ async def test_the_summariser_rewrites_the_summary_every_n_messages(
 
 
 async def test_a_failing_summariser_leaves_an_extractive_summary(make_deps: Callable[..., Deps]):
-    from langchain_openai import ChatOpenAI
-
     async with ScriptedOpenAI() as server:
         server.script(http_error(503))
-        model = ChatOpenAI(
-            base_url=server.base_url, api_key="t", model="scripted", max_retries=0, timeout=5
-        )
+        model = server.chat_model()
         deps = make_deps(models={"summariser": model})
         await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
         update = await ask(deps, "Plans?", "q")

@@ -16,7 +16,6 @@ import pytest
 import pytest_asyncio
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_openai import ChatOpenAI
 from langgraph.runtime import Runtime
 from pydantic import Field
 
@@ -116,12 +115,6 @@ async def server() -> AsyncIterator[ScriptedOpenAI]:
         yield scripted
 
 
-def chat_model(server: ScriptedOpenAI) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=5
-    )
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def world(
     tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
@@ -137,7 +130,7 @@ async def world(
 @pytest_asyncio.fixture
 async def llm_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> World:
     """The responder on the scripted server; enricher and reranker take their non-LLM paths."""
-    return await build_world(make_deps(models={"responder": chat_model(server)}))
+    return await build_world(make_deps(models={"responder": server.chat_model()}))
 
 
 async def run_graph(world: World, text: str, **context: Any) -> ResponseState:
@@ -270,7 +263,7 @@ async def test_enrich_falls_back_to_the_raw_text_when_the_model_fails(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ):
     server.script(http_error(500))
-    deps = make_deps(models={"enricher": chat_model(server)})
+    deps = make_deps(models={"enricher": server.chat_model()})
     update = await make_enrich(deps)(ResponseState(text="Postgres error?"), runtime())
     assert update == {"query": "Postgres error?", "enrich_fallback": "api_error"}
 

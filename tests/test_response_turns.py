@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from langchain_core.messages import AIMessage
-from langchain_openai import ChatOpenAI
 
 import graphs.turns
 from graphs.archive import archive_user, store_messages
@@ -40,12 +39,6 @@ async def server() -> AsyncIterator[ScriptedOpenAI]:
         yield scripted
 
 
-def chat_model(server: ScriptedOpenAI) -> ChatOpenAI:
-    return ChatOpenAI(
-        base_url=server.base_url, api_key="test", model="scripted", max_retries=0, timeout=5
-    )
-
-
 async def archived(deps: Deps) -> int:
     """User 1's Postgres conversation, archived: the id of its topic."""
     await store_messages(deps, USER, new_messages(POSTGRES))
@@ -57,7 +50,7 @@ async def archived(deps: Deps) -> int:
 async def test_the_agentic_turn_reports_the_rerankers_choice_and_every_llm_call(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ):
-    model = chat_model(server)
+    model = server.chat_model()
     deps = make_deps(models={"reranker": model, "responder": model})
     topic_id = await archived(deps)
     server.script(
@@ -113,7 +106,7 @@ async def test_a_given_external_id_is_stored_once(deps: Deps):
 async def test_llm_usage_counts_calls_and_reported_tokens(server: ScriptedOpenAI):
     server.script(reply("one"), reply("two"))
     usage = LLMUsage()
-    model = chat_model(server)
+    model = server.chat_model()
     for text in ("a", "b"):
         await model.ainvoke(text, config={"callbacks": [usage]})
     assert usage.calls == 2
@@ -177,7 +170,7 @@ async def test_media_parts_reach_the_responder_with_the_text(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ):
     photo = base64.b64encode(b"\xff\xd8\xff" + b"\x10" * 64).decode()
-    deps = make_deps(models={"responder": chat_model(server)})
+    deps = make_deps(models={"responder": server.chat_model()})
     server.script(reply("A cat on a sofa."))
     graph = graphs.turns.compile_response_graph(deps)
     result = await graphs.turns.answer_turn(

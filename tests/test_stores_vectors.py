@@ -91,3 +91,60 @@ def test_collections_are_kept_apart_per_kind_and_per_embedder(tmp_path: Path, ma
     assert first.count("topics", 1) == 1
     assert first.count("facts", 1) == 0
     assert second.count("topics", 1) == 0
+
+
+def test_each_user_has_a_collection_of_their_own(tmp_path: Path, make_settings):
+    client = build_chroma_client(make_settings(tmp_path))
+    store = VectorStore(lambda: client, "model A")
+    store.upsert("topics", 1, [1], QUERY)
+    store.upsert("topics", 2, [2], QUERY)
+    store.upsert("messages", 2, [3], QUERY)
+
+    names = {collection.name for collection in client.list_collections()}
+    assert {"topics-model-a-u1", "topics-model-a-u2", "messages-model-a-u2"} <= names
+    assert client.get_collection("topics-model-a-u1").get()["ids"] == ["1"]
+    # A user with nothing stored gets empty answers, not an error.
+    assert store.query("facts", 3, QUERY[0], limit=5) == []
+    assert store.count("people", 3) == 0 and store.vectors("topics", 3, [1]) == {}
+
+
+def test_a_record_filed_under_the_wrong_user_is_never_returned(tmp_path: Path, make_settings):
+    """Defence in depth: reads also check each record's user_id metadata."""
+    client = build_chroma_client(make_settings(tmp_path))
+    store = VectorStore(lambda: client, "model A")
+    store.upsert("topics", 1, [1], QUERY)
+    client.get_collection("topics-model-a-u1").upsert(
+        ids=["99"], embeddings=QUERY, metadatas=[{"user_id": 2}]
+    )
+    assert [record_id for record_id, _ in store.query("topics", 1, QUERY[0], limit=5)] == [1]
+    assert list(store.vectors("topics", 1, [1, 99])) == [1]
+    store.delete("topics", 1, [99])
+    assert client.get_collection("topics-model-a-u1").count() == 2
+
+
+def test_shared_collections_of_an_earlier_version_are_moved_to_per_user_ones(
+    tmp_path: Path, make_settings, monkeypatch
+):
+    import stores.vectors as vectors_module
+
+    monkeypatch.setattr(vectors_module, "MIGRATION_PAGE", 2)  # several pages
+    client = build_chroma_client(make_settings(tmp_path))
+    shared = client.create_collection(
+        "topics-model-a", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    rows = np.vstack([unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0), unit(1, 1, 0, 0)])
+    shared.add(
+        ids=["1", "2", "3", "4"],
+        embeddings=rows,
+        metadatas=[{"user_id": 1}, {"user_id": 2}, {"user_id": 1, "segment": 5}, {"user_id": 2}],
+    )
+
+    store = VectorStore(lambda: client, "model A")
+    assert store.count("topics", 1) == 2 and store.count("topics", 2) == 2
+    assert "topics-model-a" not in {c.name for c in client.list_collections()}
+    assert [i for i, _ in store.query("topics", 1, QUERY[0], limit=5)] == [1, 3]
+    assert [i for i, _ in store.query("topics", 2, QUERY[0], limit=5)] == [4, 2]
+    assert [i for i, _ in store.query("topics", 1, QUERY[0], 5, where={"segment": 5})] == [3]
+    np.testing.assert_allclose(store.vectors("topics", 2, [2])[2], rows[1], atol=1e-6)
+    # A second store on the same client finds nothing left to move.
+    assert VectorStore(lambda: client, "model A").count("topics", 1) == 2

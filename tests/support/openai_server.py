@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from aiohttp import web
+from langchain_openai import ChatOpenAI
 
 __all__ = [
     "Delay",
@@ -377,6 +378,17 @@ class ScriptedOpenAI:
     def base_url(self) -> str:
         """What to pass as ``base_url`` to ``ChatOpenAI`` / ``OpenAIEmbeddings``."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def chat_model(self, *, timeout: float = 5.0, max_retries: int = 0) -> ChatOpenAI:
+        """The real `ChatOpenAI` client pointed at this server; retries are off by default
+        so that every scripted step maps to exactly one HTTP request."""
+        return ChatOpenAI(
+            base_url=self.base_url,
+            api_key="test",
+            model="scripted",
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
