@@ -260,9 +260,16 @@ def write_report(result: dict[str, Any], out: Path) -> None:
     plot_latency(result, out / "latency.png")
 
 
+def table_console() -> Console:
+    """Stdout for tables: a terminal's own width; piped or redirected, wide enough that
+    rows stay on one line instead of rich's default 80 columns."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
 def show_eval(result: dict[str, Any], console: Console | None = None) -> None:
     """The overall table and each conversation's recall at the budget, for people."""
-    console = console or Console()
+    console = console or table_console()
     budget, ks = result["budget"], result["ks"]
     table = Table(
         title=f"LoCoMo retrieval (recall_all at {budget} tokens and at k units)",

@@ -503,14 +503,16 @@ def plot_bench(result: dict[str, Any], path: Path) -> None:
 
 def show_bench(result: dict[str, Any], console=None) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    from bench.report import table_console
+
+    console = console or table_console()
     header, rows = bench_rows(result)
     table = Table(title="Search at scale (synthetic topics)", box=box.SIMPLE)
     for index, column in enumerate(header):
-        table.add_column(column, justify="left" if index == 0 else "right")
+        widest = max(len(row[index]) for row in rows)
+        table.add_column(column, justify="left" if index == 0 else "right", min_width=widest)
     for row in rows:
         table.add_row(*row)
     console.print(table)

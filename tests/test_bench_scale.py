@@ -22,7 +22,7 @@ def test_synthetic_vectors_cluster_and_texts_share_their_clusters_words() -> Non
     assert Synthetic(1000).cluster_words == synthetic.cluster_words  # deterministic
 
 
-async def test_a_small_size_is_measured_end_to_end(tmp_path) -> None:
+async def test_a_small_size_is_measured_end_to_end(tmp_path, capsys) -> None:
     result = await measure_size(200)
     assert result["topics"] == 200
     assert result["total_topics"] == 200 + 24 * 2  # others hold a quarter: 50 // 24 each
@@ -36,4 +36,9 @@ async def test_a_small_size_is_measured_end_to_end(tmp_path) -> None:
     write_bench({"sizes": [result]}, tmp_path)
     assert "| 200 | 248 |" in (tmp_path / "bench.md").read_text()
     assert (tmp_path / "bench_search.png").stat().st_size > 0
+    capsys.readouterr()
     show_bench({"sizes": [result]})
+    shown = capsys.readouterr().out
+    # Redirected output is not cut to 80 columns: the row stays on one line.
+    row = next(line for line in shown.splitlines() if line.strip().startswith("200 "))
+    assert "248" in row and row.count(" / ") == 4
