@@ -16,7 +16,8 @@ among 24 other users who hold N/4 topics between them, then measures:
   tracemalloc peak; and the same vectors in a fresh Chroma collection queried
   directly (one vector query, without SQLite, BM25 and fusion).
 
-SQLite's planner statistics are refreshed (`ANALYZE`) after the bulk load; see `analyze`.
+The store is used as the application leaves it: SQLite's planner statistics are never
+collected (no `ANALYZE`), so lookups must not depend on them.
 
 Vectors are random unit vectors around cluster centroids (cosine ≈ 0.7 to their
 centroid); texts draw from each cluster's own pseudo-words plus common ones, so
@@ -31,7 +32,6 @@ import concurrent.futures
 import multiprocessing
 import resource
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -181,8 +181,6 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
             for index in range(MESSAGES_PER_TOPIC)
         ]
         rows = await asyncio.to_thread(deps.store.add_messages, user_id, messages)
-        if user_id == TARGET_USER:
-            await asyncio.to_thread(analyze, deps.settings.sqlite_path)
         drafts = [
             (
                 synthetic.text(int(cluster_ids[topic]), 24),
@@ -218,9 +216,6 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
         chroma_s += time.perf_counter() - began
         if user_id == TARGET_USER:
             target_ids = [topic["id"] for topic in topics]
-    began = time.perf_counter()
-    await asyncio.to_thread(analyze, deps.settings.sqlite_path)
-    sqlite_s += time.perf_counter() - began
     return {
         "sqlite_s": sqlite_s,
         "chroma_s": chroma_s,
@@ -228,21 +223,6 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
         "users": len(owners),
         "target_ids": target_ids,
     }
-
-
-def analyze(path: Path) -> None:
-    """Refresh SQLite's planner statistics, as `PRAGMA optimize` would after a bulk load.
-
-    Without them the planner answers `user_id = ? AND id IN (...)` by scanning all of
-    the user's messages through the (user_id, seq) index, which makes saving N topics
-    O(N²) (41 s for 10,000 topics) and every id lookup O(user's messages).
-    """
-    connection = sqlite3.connect(path)
-    try:
-        connection.execute("ANALYZE")
-        connection.commit()
-    finally:
-        connection.close()
 
 
 def chroma_query_alone(directory: Path, vectors: np.ndarray, queries: np.ndarray) -> dict[str, Any]:

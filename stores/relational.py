@@ -186,6 +186,14 @@ def parse_timestamp(value: str) -> datetime:
 
 
 def _placeholders(values: Sequence[Any]) -> str:
+    """`?,?,…` for an `IN (…)` list.
+
+    Lookups by id write `+user_id = ? AND id IN (…)`: the unary `+` keeps the planner
+    off the user_id indexes, so it always takes the primary key. Without planner
+    statistics (a store is never ANALYZEd) SQLite otherwise scans all of the user's
+    rows through a user_id index: 50 topics of a user with 30,000 took 7.6 ms instead
+    of 0.2 ms, and the cost grows with the user's memory.
+    """
     return ",".join("?" * len(values))
 
 
@@ -336,7 +344,7 @@ class RelationalStore:
         if not ids:
             return []
         rows = self._rows(
-            f"SELECT * FROM messages WHERE user_id = ? AND id IN ({_placeholders(ids)}) "
+            f"SELECT * FROM messages WHERE +user_id = ? AND id IN ({_placeholders(ids)}) "
             "ORDER BY seq",
             (user_id, *ids),
         )
@@ -495,7 +503,7 @@ class RelationalStore:
                     raise StoreError("a topic needs a non-empty summary")
                 rows = db.execute(
                     f"SELECT id, content, created_at, ts, topic_id FROM messages "
-                    f"WHERE user_id = ? AND id IN ({_placeholders(member_ids)}) ORDER BY seq",
+                    f"WHERE +user_id = ? AND id IN ({_placeholders(member_ids)}) ORDER BY seq",
                     (user_id, *member_ids),
                 ).fetchall()
                 if len(rows) != len(set(member_ids)):
@@ -523,7 +531,7 @@ class RelationalStore:
                 topic_id = cursor.lastrowid
                 free_ids = [row["id"] for row in free]
                 db.execute(
-                    f"UPDATE messages SET topic_id = ? WHERE user_id = ? "
+                    f"UPDATE messages SET topic_id = ? WHERE +user_id = ? "
                     f"AND id IN ({_placeholders(free_ids)})",
                     (topic_id, user_id, *free_ids),
                 )
@@ -536,7 +544,7 @@ class RelationalStore:
         if not ids:
             return []
         rows = self._rows(
-            f"SELECT * FROM topics WHERE user_id = ? AND id IN ({_placeholders(ids)})",
+            f"SELECT * FROM topics WHERE +user_id = ? AND id IN ({_placeholders(ids)})",
             (user_id, *ids),
         )
         by_id = {row["id"]: _topic(row) for row in rows}
@@ -566,7 +574,7 @@ class RelationalStore:
         if topic_ids:
             with self._transaction() as db:
                 db.execute(
-                    f"UPDATE topics SET consolidation_checked = 1 WHERE user_id = ? "
+                    f"UPDATE topics SET consolidation_checked = 1 WHERE +user_id = ? "
                     f"AND id IN ({_placeholders(topic_ids)})",
                     (user_id, *topic_ids),
                 )
@@ -586,7 +594,7 @@ class RelationalStore:
             raise StoreError("a merged topic needs a non-empty summary")
         with self._transaction() as db:
             rows = db.execute(
-                "SELECT * FROM topics WHERE user_id = ? AND id IN (?, ?)",
+                "SELECT * FROM topics WHERE +user_id = ? AND id IN (?, ?)",
                 (user_id, source_id, target_id),
             ).fetchall()
             if len(rows) != 2:
@@ -631,7 +639,7 @@ class RelationalStore:
         if topic_ids:
             with self._transaction() as db:
                 db.execute(
-                    f"UPDATE topics SET facts_extracted = 1 WHERE user_id = ? "
+                    f"UPDATE topics SET facts_extracted = 1 WHERE +user_id = ? "
                     f"AND id IN ({_placeholders(topic_ids)})",
                     (user_id, *topic_ids),
                 )
@@ -783,7 +791,7 @@ class RelationalStore:
         if not ids:
             return []
         rows = self._rows(
-            f"SELECT * FROM facts WHERE user_id = ? AND id IN ({_placeholders(ids)})",
+            f"SELECT * FROM facts WHERE +user_id = ? AND id IN ({_placeholders(ids)})",
             (user_id, *ids),
         )
         by_id = {row["id"]: _fact(row) for row in rows}
@@ -909,7 +917,7 @@ class RelationalStore:
         if not ids:
             return []
         rows = self._rows(
-            f"SELECT * FROM people WHERE user_id = ? AND id IN ({_placeholders(ids)})",
+            f"SELECT * FROM people WHERE +user_id = ? AND id IN ({_placeholders(ids)})",
             (user_id, *ids),
         )
         by_id = {row["id"]: _person(row) for row in rows}

@@ -316,6 +316,29 @@ def test_topic_lookups_ignore_other_users_ids(store: RelationalStore, three_topi
     ]
 
 
+def test_lookups_by_id_take_the_primary_key_without_planner_statistics(
+    store: RelationalStore, three_topics
+):
+    """Never ANALYZEd, SQLite would answer `user_id = ? AND id IN (...)` by scanning all
+    of the user's rows through a user_id index; the lookups must take the primary key."""
+    rows, topics = three_topics
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        store.topics_by_ids(1, [topic["id"] for topic in topics])
+        store.messages_by_ids(1, ids(rows))
+        store.facts_by_ids(1, [1, 2])
+        store.people_by_ids(1, [1, 2])
+    finally:
+        store._db.set_trace_callback(None)
+    assert len(statements) == 4
+    assert not store._rows("SELECT name FROM sqlite_master WHERE name = 'sqlite_stat1'")
+    for statement in statements:
+        plan = " | ".join(row[3] for row in store._rows(f"EXPLAIN QUERY PLAN {statement}"))
+        assert "USING INTEGER PRIMARY KEY" in plan, (statement, plan)
+        assert "USING INDEX" not in plan, (statement, plan)
+
+
 # -- facts -------------------------------------------------------------------------
 
 
