@@ -61,6 +61,44 @@ def test_reopening_a_database_keeps_its_data_and_does_not_migrate_again(
         reopened.close()
 
 
+def test_full_text_indexes_of_schema_3_are_rebuilt_with_the_user_indexed(
+    tmp_path: Path, make_messages, monkeypatch
+):
+    import stores.relational as relational
+
+    path = tmp_path / "topica.sqlite3"
+    monkeypatch.setattr(relational, "MIGRATIONS", MIGRATIONS[:3])
+    old = RelationalStore(path)
+    for user_id in (1, 2):
+        rows = old.add_messages(user_id, make_messages(["the vet said rest", "garden roses"]))
+        old.save_topics(user_id, [("Vet visit and roses", ids(rows))])
+    old.add_messages(1, make_messages(["vet again tomorrow"], prefix="later"))
+    old.close()
+    monkeypatch.setattr(relational, "MIGRATIONS", MIGRATIONS)
+
+    store = RelationalStore(path)
+    try:
+        assert store.schema_version == 4
+        hits = store.search_messages(1, "vet", 10)
+        assert len(hits) == 2
+        assert {row["content"] for row in store.messages_by_ids(1, [i for i, _ in hits])} == {
+            "the vet said rest",
+            "vet again tomorrow",
+        }
+        assert len(store.search_topics(2, "roses", 10)) == 1
+        # The index itself returns only the user's rows, before any join.
+        matched = store._rows(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
+            ["user_id : 2 AND content : (vet)"],
+        )[0][0]
+        assert matched == 1
+        # Rows written after the migration are indexed by the new triggers.
+        store.add_messages(2, make_messages(["vet bill paid"], prefix="new"))
+        assert len(store.search_messages(2, "vet", 10)) == 2
+    finally:
+        store.close()
+
+
 # -- messages ----------------------------------------------------------------------
 
 
