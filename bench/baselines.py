@@ -23,7 +23,7 @@ import numpy as np
 
 from bench.corpus import Corpus
 from bench.metrics import Unit
-from nodes.formatting import conversation_log, short_time
+from core.text import conversation_log, short_time
 
 
 @dataclass
@@ -95,7 +95,7 @@ class Bm25:
 
     async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
         hits = await asyncio.to_thread(
-            corpus.deps.store.search_messages, corpus.user_id, question, len(corpus.order)
+            corpus.deps.store.messages.search, corpus.user_id, question, len(corpus.order)
         )
         ids = corpus.externals([row_id for row_id, _ in hits])
         return Retrieval([message_unit(corpus, i) for i in ids])

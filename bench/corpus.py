@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.locomo import Conversation
-from graphs.deps import Deps
-from nodes.formatting import transcript
-from stores.records import MessageRow
+from core.deps import Deps
+from core.records import MessageRow
+from core.text import transcript
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Corpus:
 
     @classmethod
     async def load(cls, deps: Deps, user_id: int, conversation: Conversation) -> Corpus:
-        rows = await asyncio.to_thread(deps.store.all_messages, user_id)
+        rows = await asyncio.to_thread(deps.store.messages.all_of, user_id)
         by_row = await asyncio.to_thread(
             deps.vectors.vectors, "messages", user_id, [row["id"] for row in rows]
         )

@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from app.memory import archive_user
 from bench.baselines import Method, Retrieval, baselines
 from bench.corpus import Corpus
 from bench.locomo import Conversation, Question, load_conversations
@@ -42,11 +43,10 @@ from bench.metrics import (
 )
 from bench.topica import Topica
 from bench.usage import counting_all
-from graphs.archive import archive_user, store_messages
-from graphs.callbacks import LLMUsage
-from graphs.deps import build_deps
-from graphs.settings import AGENTS, Settings
+from core.callbacks import LLMUsage
+from core.settings import AGENTS, Settings
 from stores.embedders import Embedder, build_embedder
+from stores.services import build_deps
 
 ANSWERABLE = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -206,11 +206,11 @@ async def ingest(
     usage = LLMUsage()
     started = time.perf_counter()
     with counting_all(usage):
-        await store_messages(deps, USER_ID, conversation.messages)
+        await asyncio.to_thread(deps.indexer.store_messages, USER_ID, conversation.messages)
         chunks = await archive_user(deps, USER_ID, archive_all=True)
     seconds = time.perf_counter() - started
     corpus = await Corpus.load(deps, USER_ID, conversation)
-    topics = await asyncio.to_thread(deps.store.list_topics, USER_ID)
+    topics = await asyncio.to_thread(deps.store.topics.all_of, USER_ID)
     calls, prompt_tokens = usage.calls, usage.prompt_tokens
     messages = len(conversation.messages)
     return corpus, {

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from stores.records import NewMessage
+from core.records import NewMessage
 
 TURN_SPACING = timedelta(minutes=1)
 _DIA_ID = re.compile(r"^D\d+:\d+$")

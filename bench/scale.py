@@ -154,7 +154,7 @@ def timed_ms(samples: Sequence[float]) -> dict[str, float | None]:
 
 async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
     """Users' messages and topics in SQLite, then their vectors in Chroma."""
-    from stores.records import NewMessage
+    from core.records import NewMessage
 
     owners = [(TARGET_USER, size)]
     others = int(size * OTHER_USERS_SHARE)
@@ -180,7 +180,7 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
             for topic in range(count)
             for index in range(MESSAGES_PER_TOPIC)
         ]
-        rows = await asyncio.to_thread(deps.store.add_messages, user_id, messages)
+        rows = await asyncio.to_thread(deps.store.messages.add, user_id, messages)
         drafts = [
             (
                 synthetic.text(int(cluster_ids[topic]), 24),
@@ -194,7 +194,7 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
         topics = []
         for first in range(0, len(drafts), BATCH):
             topics += await asyncio.to_thread(
-                deps.store.save_topics, user_id, drafts[first : first + BATCH]
+                deps.store.topics.save, user_id, drafts[first : first + BATCH]
             )
         sqlite_s += time.perf_counter() - began
 
@@ -282,12 +282,12 @@ def numpy_baseline(deps, topic_ids: Sequence[int], queries: np.ndarray) -> dict[
 async def measure_size(size: int) -> dict[str, Any]:
     """Build the store for `size` topics in a temporary directory and time everything."""
     from bench.topica import build_retrieval_graph
-    from graphs.context import ResponseContext
-    from graphs.deps import build_deps
-    from graphs.models import ModelRegistry
-    from graphs.settings import Settings
-    from nodes.search import hybrid_search
+    from core.context import ResponseContext
+    from core.models import ModelRegistry
+    from core.settings import Settings
+    from nodes.response.search import hybrid_search
     from stores.embedders import Embedder, build_embedder
+    from stores.services import build_deps
 
     synthetic = Synthetic(size)
     queries = [

@@ -22,39 +22,19 @@ import asyncio
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from bench.baselines import Retrieval
 from bench.corpus import Corpus
 from bench.metrics import Unit
-from graphs.callbacks import LLMUsage
-from graphs.context import ResponseContext
-from graphs.deps import Deps
-from graphs.reranker import build_reranker_graph
-from graphs.response import STORAGE_RETRY, make_rerank
-from graphs.state import ResponseInput, ResponseState
-from graphs.tracing import run_config
-from nodes.enrich import make_enrich
-from nodes.excerpts import rank_topic_messages
-from nodes.search import make_search
-from nodes.topic_content import topic_date, topic_header
-from stores.records import TopicRow
-from stores.relational import parse_timestamp
-
-
-def build_retrieval_graph(deps: Deps) -> StateGraph:
-    """`enrich → search → rerank`: the response graph up to the choice of topics."""
-    reranker = build_reranker_graph(deps).compile(name="reranker")
-    builder = StateGraph(ResponseState, input_schema=ResponseInput, context_schema=ResponseContext)
-    builder.add_node("enrich", make_enrich(deps))
-    builder.add_node("search", make_search(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node("rerank", make_rerank(deps, reranker))
-    builder.add_edge(START, "enrich")
-    builder.add_edge("enrich", "search")
-    builder.add_edge("search", "rerank")
-    builder.add_edge("rerank", END)
-    return builder
+from core.callbacks import LLMUsage
+from core.context import ResponseContext
+from core.records import TopicRow, parse_timestamp
+from core.state import ResponseState
+from core.tracing import run_config
+from graphs.response import build_retrieval_graph
+from nodes.response.excerpts import rank_topic_messages
+from nodes.response.topic_content import topic_date, topic_header
 
 
 def ranked_topic_ids(state: ResponseState) -> list[int]:
@@ -122,9 +102,11 @@ class Topica:
             "enricher": deps.models.name("enricher"),
             "reranker": deps.models.name("reranker"),
         }
-        topics = await asyncio.to_thread(deps.store.list_topics, corpus.user_id)
+        topics = await asyncio.to_thread(deps.store.topics.all_of, corpus.user_id)
         members = await asyncio.to_thread(
-            deps.store.topic_message_ids, corpus.user_id, [topic["id"] for topic in topics]
+            deps.store.messages.external_ids_by_topic,
+            corpus.user_id,
+            [topic["id"] for topic in topics],
         )
         self._members = {
             topic_id: [corpus.rows[i]["id"] for i in external_ids]

@@ -35,6 +35,9 @@ from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_applicati
 from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from app.monitoring import serve_metrics
+from app.turns import answer_stored, compile_response_graph
+from app.worker import MemoryWorker
 from bot.grouping import MessageGrouper
 from bot.middlewares import (
     AllowlistMiddleware,
@@ -47,16 +50,15 @@ from bot.retry import RetryRequestMiddleware
 from bot.routers import callbacks, commands, messages
 from bot.routers.messages import Turn
 from bot.texts import ENGLISH, RUSSIAN
-from bot.worker import MemoryWorker
-from graphs.deps import Deps, durable_checkpointer
-from graphs.metrics import serve_metrics
-from graphs.settings import Settings
-from graphs.turns import answer_turn, compile_response_graph
+from core.deps import Deps
+from core.errors import ConfigurationError
+from core.settings import Settings
+from stores.checkpoints import durable_checkpointer
 
 log = logging.getLogger(__name__)
 
 
-class BotConfigError(Exception):
+class BotConfigError(ConfigurationError):
     """The bot cannot start with these settings."""
 
 
@@ -72,20 +74,30 @@ def build_bot(settings: Settings) -> Bot:
 
 
 def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
-    """The response graph for a group whose messages are stored: `run_turn`, compiled once.
+    """The response graph for a group whose messages are stored, compiled once.
 
-    The graph is compiled here, not per turn (compiling costs about half a
-    second), and each turn goes through `answer_turn`, the body of `run_turn`.
-    The turn's text is stored under `external_id`: the group's last message,
-    stored already, so nothing is stored twice. Photos and voice go to the
-    responder as image and audio parts; documents are inlined in the text.
+    The graph is compiled here, not per turn (compiling costs about half a second).
+    The turn answers the group's last message, stored already under `external_id`;
+    its row is found by that id, so nothing is stored twice. Photos and voice go to
+    the responder as image and audio parts; documents are inlined in the text.
     """
     graph = compile_response_graph(deps, checkpointer)
 
     async def turn(
         user_id: int, text: str, *, parts: list[dict[str, Any]], external_id: str
     ) -> dict[str, Any]:
-        return await answer_turn(graph, deps, user_id, text, external_id=external_id, parts=parts)
+        stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
+        if stored is None:
+            raise LookupError(f"message {external_id} is not stored")
+        return await answer_stored(
+            graph,
+            deps,
+            user_id,
+            stored["id"],
+            text,
+            external_id=external_id,
+            parts=parts,
+        )
 
     return turn
 

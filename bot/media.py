@@ -34,7 +34,7 @@ from pypdf.errors import PyPdfError
 
 from bot.retry import with_backoff
 from bot.texts import Texts
-from graphs.metrics import FILE_DOWNLOAD
+from core.metrics import FILE_DOWNLOAD
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from aiogram.types import Message, TelegramObject, Update, User
 from bot.grouping import MessageGrouper
 from bot.media import describe
 from bot.texts import Texts, texts_for
-from graphs.archive import store_messages
-from graphs.deps import Deps
-from stores.records import NewMessage
+from core.deps import Deps
+from core.records import NewMessage
+from core.tracing import user_key
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class AllowlistMiddleware(BaseMiddleware):
             log.info(
                 "ignored update %s from user %s (not on the allowlist)",
                 update_id,
-                user.id if user else None,
+                user_key(user.id) if user else None,
             )
             return None
         return await handler(event, data)
@@ -170,7 +170,9 @@ class StoreIncomingMiddleware(BaseMiddleware):
         arrival = grouper.arrival(event.chat.id)
         try:
             async with self._locks[event.chat.id]:
-                stored = await store_messages(deps, event.from_user.id, [message])
+                stored = await asyncio.to_thread(
+                    deps.indexer.store_messages, event.from_user.id, [message]
+                )
             if not stored:
                 log.info(
                     "message %s is already stored: a redelivery, skipped", message["external_id"]

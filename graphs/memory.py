@@ -1,50 +1,65 @@
 """The memory graph: one chunk of a user's unarchived messages becomes topics.
 
-load_chunk → split (Splitter agent) ─┬→ validate → embed → save → merge → extract_facts
-                     └→ segment ────┘
-`split` takes the `segment` edge when no splitter model is configured or the
-model fails; either way `validate` guarantees every message lands in exactly
-one topic. A run with no ready chunk goes straight to `extract_facts` when topics still
-wait for their facts (and an archivist is configured), else it ends.
+    load_chunk ─chunk→ split ─(Splitter agent)─────────────────→ validate → embed → save
+         │               └─no_model / api_error / timeout / invalid_output→ segment ┘
+         │                                                                        │
+         │   save → merge ─(Merger agent)────────────────────────────→ extract_facts
+         │            └─no_model / api_error / …→ merge_by_rule ──────┘    │
+         └─facts_pending→ extract_facts ─(Archivist agent)→ END            │
+                                └─no_model / api_error / …→ defer_facts → END
+
+Every agent's non-LLM path is a labelled edge: the embedding segmentation, the
+similarity rule, and deferring fact extraction (facts are never invented). `validate`
+guarantees every message lands in exactly one topic whichever splitter ran. A run with
+no ready chunk goes straight to `extract_facts` when topics still wait for their facts
+(and an archivist is configured), else it ends.
 """
 
 from __future__ import annotations
 
-import sqlite3
-
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import RetryPolicy
 
-from graphs.context import MemoryContext
-from graphs.deps import Deps
-from graphs.state import MemoryInput, MemoryState
-from nodes.archiving import make_embed, make_save
-from nodes.archivist import make_extract_facts
-from nodes.chunking import make_load_chunk, route_after_load
-from nodes.coverage import make_validate
-from nodes.merging import make_merge
-from nodes.splitter import make_segment, make_split
+from core.context import MemoryContext
+from core.deps import Deps
+from core.fallbacks import AgentFallbackReason, edge_label
+from core.retry import STORAGE_RETRY
+from core.state import MemoryInput, MemoryState
+from nodes.memory.chunking import make_load_chunk, route_after_load
+from nodes.memory.coverage import make_validate
+from nodes.memory.facts import make_defer_facts, make_extract_facts
+from nodes.memory.merging import make_merge, make_merge_by_rule
+from nodes.memory.splitter import make_segment, make_split
+from nodes.memory.topics import make_embed, make_save
 
-# Transient store or embedding-endpoint failures (a locked database, a Chroma
-# server restarting) are retried; the nodes are idempotent.
-STORAGE_RETRY = RetryPolicy(
-    max_attempts=3,
-    initial_interval=0.5,
-    backoff_factor=2.0,
-    retry_on=(sqlite3.OperationalError, ConnectionError),
-)
+AGENT_FALLBACK = edge_label(AgentFallbackReason)
 
 
 def build_memory_graph(deps: Deps) -> StateGraph:
     builder = StateGraph(MemoryState, input_schema=MemoryInput, context_schema=MemoryContext)
     builder.add_node("load_chunk", make_load_chunk(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node("split", make_split(deps), destinations=("validate", "segment"))
+    builder.add_node(
+        "split",
+        make_split(deps),
+        destinations={"validate": "topics", "segment": AGENT_FALLBACK},
+    )
     builder.add_node("segment", make_segment(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("validate", make_validate())
     builder.add_node("embed", make_embed(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("save", make_save(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node("merge", make_merge(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node("extract_facts", make_extract_facts(deps), retry_policy=STORAGE_RETRY)
+    builder.add_node(
+        "merge",
+        make_merge(deps),
+        destinations={"extract_facts": "merged", "merge_by_rule": AGENT_FALLBACK},
+        retry_policy=STORAGE_RETRY,
+    )
+    builder.add_node("merge_by_rule", make_merge_by_rule(deps), retry_policy=STORAGE_RETRY)
+    builder.add_node(
+        "extract_facts",
+        make_extract_facts(deps),
+        destinations={END: "facts", "defer_facts": AGENT_FALLBACK},
+        retry_policy=STORAGE_RETRY,
+    )
+    builder.add_node("defer_facts", make_defer_facts(deps), retry_policy=STORAGE_RETRY)
 
     builder.add_edge(START, "load_chunk")
     builder.add_conditional_edges("load_chunk", route_after_load, ["split", "extract_facts", END])
@@ -52,6 +67,6 @@ def build_memory_graph(deps: Deps) -> StateGraph:
     builder.add_edge("validate", "embed")
     builder.add_edge("embed", "save")
     builder.add_edge("save", "merge")
-    builder.add_edge("merge", "extract_facts")
-    builder.add_edge("extract_facts", END)
+    builder.add_edge("merge_by_rule", "extract_facts")
+    builder.add_edge("defer_facts", END)
     return builder

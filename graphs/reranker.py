@@ -22,107 +22,25 @@ state onto `RerankInput` and reading back `RerankOutput`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NotRequired
-
-from langchain_core.messages import AnyMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
-from langgraph.types import RetryPolicy
-from typing_extensions import TypedDict
 
-from graphs.context import ResponseContext
-from graphs.deps import Deps
-from graphs.state import (
-    PersonCandidate,
-    SelectedPerson,
-    SelectedTopic,
-    TopicCandidate,
-    latest,
+from core.context import ResponseContext
+from core.deps import Deps
+from core.retry import STORAGE_RETRY
+from core.state import RerankInput, RerankOutput, RerankState
+from nodes.response.reranker import (
+    finish,
+    make_choose,
+    make_prepare,
+    make_request_content,
+    requested_fallback,
+    vector_fallback,
 )
-
-FallbackReason = Literal[
-    "no_model",
-    "no_candidates",
-    "api_error",
-    "timeout_before_tool",
-    "timeout_after_tool",
-    "invalid_json",
-    "tool_call_limit",
-    "protocol_violation",
-]
-
-
-class TopicPick(TypedDict):
-    id: int
-    reason: str
-    excerpt: str | None
-
-
-class PersonPick(TypedDict):
-    id: int
-    reason: str
-
-
-class RerankAnswer(TypedDict):
-    """The model's final JSON, parsed but not yet checked against the candidates."""
-
-    topics: list[TopicPick]
-    people: list[PersonPick]
-
-
-class RerankInput(TypedDict):
-    query: str
-    """The contextualised search query (the enricher's output, or the raw text)."""
-    user_message: str
-    """The user's current message(s), verbatim: excerpts answer this, not the query."""
-    profile: NotRequired[Annotated[list[str], latest]]
-    """Key facts about the user."""
-    candidates: Annotated[list[TopicCandidate], latest]
-    """Topic candidates from hybrid search, best fused score first."""
-    people_candidates: NotRequired[Annotated[list[PersonCandidate], latest]]
-
-
-class RerankOutput(TypedDict):
-    selected_topics: Annotated[list[SelectedTopic], latest]
-    selected_people: Annotated[list[SelectedPerson], latest]
-    rerank_fallback: FallbackReason | None
-    """Why the model's own choice was not used; None when it was."""
-    rerank_dropped_ids: int
-    """Ids the model named that were not candidates (hallucinated or foreign)."""
-    rerank_llm_calls: int
-
-
-class RerankState(RerankInput, RerankOutput, total=False):
-    """One reranker run. `prepare` resets every internal key (`messages` included), so a
-    thread can run turn after turn; every other key is overwritten by the node that owns it."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    started_at: float
-    """`time.monotonic()` at `prepare`: the start of the shared time budget."""
-    requested_ids: Annotated[list[int], latest]
-    """Topic ids the model asked to load, in the order asked, across all tool calls."""
-    tool_calls: int
-    """Model replies that called the tool (parallel calls in one reply count once)."""
-    answer: RerankAnswer
-
-
-# Reading topics is a local SQLite query; a locked database is worth another try.
-STORAGE_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.2, backoff_factor=2.0)
+from nodes.response.topic_content import make_get_topics_content_tool
 
 
 def build_reranker_graph(deps: Deps) -> StateGraph:
-    # The node module imports this module's state types, so it is imported here, not on top.
-    from nodes.reranker import (
-        finish,
-        make_choose,
-        make_prepare,
-        make_request_content,
-        requested_fallback,
-        vector_fallback,
-    )
-    from nodes.topic_content import make_get_topics_content_tool
-
     content_tool = make_get_topics_content_tool(deps)
     builder = StateGraph(
         RerankState,

@@ -11,10 +11,10 @@ configuration; the response graph's input is just the user's text.
 
 from __future__ import annotations
 
-from graphs.deps import default_deps
 from graphs.memory import build_memory_graph
 from graphs.reranker import build_reranker_graph
 from graphs.response import build_response_graph
+from stores.services import default_deps
 
 _deps = default_deps()
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from graphs.settings import EmbeddingsProvider, Settings
+from core.settings import EmbeddingsProvider, Settings
 
 
 class UniversalSentenceEncoderEmbeddings(Embeddings):

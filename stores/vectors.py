@@ -19,7 +19,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any
 
 import chromadb
 import httpx
@@ -29,10 +29,10 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
-from graphs.settings import Settings
+from core.errors import VectorStoreUnavailable
+from core.ports import VECTOR_KINDS, VectorKind
+from core.settings import Settings
 
-Kind = Literal["topics", "facts", "people", "messages"]
-KINDS: tuple[Kind, ...] = ("topics", "facts", "people", "messages")
 MIGRATION_PAGE = 5000
 """Records copied per page when moving a shared collection to per-user ones."""
 
@@ -46,10 +46,6 @@ def build_chroma_client(settings: Settings) -> ClientAPI:
         )
     settings.chroma_path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
-
-
-class VectorStoreUnavailable(ConnectionError):
-    """The vector store cannot be reached (a Chroma server that is down, say)."""
 
 
 class VectorStore:
@@ -66,10 +62,10 @@ class VectorStore:
         self._connect = connect
         self._client: ClientAPI | None = None
         self._namespace = re.sub(r"[^a-zA-Z0-9]+", "-", embedder_name).strip("-").lower()
-        self._collections: dict[tuple[Kind, int], Collection] = {}
+        self._collections: dict[tuple[VectorKind, int], Collection] = {}
         self._lock = threading.Lock()
 
-    def collection_name(self, kind: Kind, user_id: int) -> str:
+    def collection_name(self, kind: VectorKind, user_id: int) -> str:
         return f"{kind}-{self._namespace}-u{int(user_id)}"
 
     def _open(self, name: str) -> Collection:
@@ -78,7 +74,7 @@ class VectorStore:
             name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
 
-    def _collection(self, kind: Kind, user_id: int) -> Collection:
+    def _collection(self, kind: VectorKind, user_id: int) -> Collection:
         key = (kind, int(user_id))
         with self._lock:
             if key not in self._collections:
@@ -98,7 +94,7 @@ class VectorStore:
         per-user collections, then drop it. Upserts are idempotent and the shared
         collection goes last, so an interrupted move is simply done again."""
         assert self._client is not None
-        for kind in KINDS:
+        for kind in VECTOR_KINDS:
             shared = f"{kind}-{self._namespace}"
             try:
                 source = self._client.get_collection(shared)
@@ -136,7 +132,7 @@ class VectorStore:
 
     def upsert(
         self,
-        kind: Kind,
+        kind: VectorKind,
         user_id: int,
         ids: Sequence[int],
         vectors: np.ndarray,
@@ -153,7 +149,7 @@ class VectorStore:
             )
 
     def _owned(
-        self, kind: Kind, user_id: int, ids: Sequence[int], embeddings: bool
+        self, kind: VectorKind, user_id: int, ids: Sequence[int], embeddings: bool
     ) -> dict[str, Any]:
         """The records among `ids` that belong to the user: {chroma id: embedding or None}.
 
@@ -175,7 +171,7 @@ class VectorStore:
             if (metadata or {}).get("user_id") == user_id
         }
 
-    def delete(self, kind: Kind, user_id: int, ids: Sequence[int]) -> None:
+    def delete(self, kind: VectorKind, user_id: int, ids: Sequence[int]) -> None:
         """Delete the user's records among `ids` (other users' ids are left alone)."""
         if not ids:
             return
@@ -186,7 +182,7 @@ class VectorStore:
 
     def query(
         self,
-        kind: Kind,
+        kind: VectorKind,
         user_id: int,
         vector: np.ndarray,
         limit: int,
@@ -216,7 +212,7 @@ class VectorStore:
             if (metadata or {}).get("user_id") == user_id
         ]
 
-    def vectors(self, kind: Kind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    def vectors(self, kind: VectorKind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The user's stored vectors among `ids` (missing and other users' ids are absent)."""
         if not ids:
             return {}
@@ -226,6 +222,6 @@ class VectorStore:
             for record_id, vector in owned.items()
         }
 
-    def count(self, kind: Kind, user_id: int) -> int:
+    def count(self, kind: VectorKind, user_id: int) -> int:
         with self._reachable():
             return self._collection(kind, user_id).count()

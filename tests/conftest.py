@@ -24,15 +24,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import Field
 
-from graphs.archive import archive_user, store_messages
-from graphs.context import MemoryContext
-from graphs.deps import Deps, build_deps
-from graphs.models import ModelRegistry
-from graphs.settings import Settings
-from graphs.state import MemoryState
+from app.memory import archive_user
+from core.context import MemoryContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.records import NewMessage, Role
+from core.settings import Settings
+from core.state import MemoryState
 from stores.embedders import Embedder, build_embedder
-from stores.records import NewMessage, Role
-from stores.sessions import read_session
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "graphs" / "examples"
 DEMO_SESSION = EXAMPLES / "demo_session.jsonl"
@@ -221,11 +222,11 @@ async def demo_archive(tmp_path_factory: pytest.TempPathFactory, embedder: Embed
     users = (1, 2)
     stored_first, stored_second, chunks_first, chunks_second, topic_ids_first = {}, {}, {}, {}, {}
     for user_id in users:
-        stored_first[user_id] = len(await store_messages(deps, user_id, messages))
+        stored_first[user_id] = len(deps.indexer.store_messages(user_id, messages))
         chunks_first[user_id] = await archive_user(deps, user_id, archive_all=True)
-        topic_ids_first[user_id] = [topic["id"] for topic in deps.store.list_topics(user_id)]
+        topic_ids_first[user_id] = [topic["id"] for topic in deps.store.topics.all_of(user_id)]
     for user_id in users:
-        stored_second[user_id] = len(await store_messages(deps, user_id, messages))
+        stored_second[user_id] = len(deps.indexer.store_messages(user_id, messages))
         chunks_second[user_id] = await archive_user(deps, user_id, archive_all=True)
     yield DemoArchive(
         deps=deps,

@@ -20,8 +20,7 @@ from bench.eval_locomo import default_methods, eval_locomo
 from bench.locomo import Conversation, load_conversations
 from bench.metrics import Unit
 from bench.topica import Topica
-from graphs.archive import store_messages
-from nodes.formatting import transcript
+from core.text import transcript
 
 SESSION_1 = [
     ("Ann", "I adopted a grey cat called Pixel from the shelter yesterday."),
@@ -208,13 +207,13 @@ async def test_unknown_conversations_are_refused(
 
 async def test_topics_map_to_their_members_not_to_their_range(deps, make_messages) -> None:
     messages = make_messages([f"message number {i}" for i in range(1, 7)])
-    rows = await store_messages(deps, 1, messages)
+    rows = deps.indexer.store_messages(1, messages)
     ids = [row["id"] for row in rows]
-    first, middle, last = deps.store.save_topics(
+    first, middle, last = deps.store.topics.save(
         1, [("first", ids[0:2]), ("middle", ids[2:4]), ("last", ids[4:6])]
     )
     # Merging widens the first topic's range over the middle topic's messages.
-    merged = deps.store.merge_topics(1, last["id"], first["id"], "first and last")
+    merged = deps.store.topics.merge(1, last["id"], first["id"], "first and last")
     assert (merged["start_msg_id"], merged["end_msg_id"]) == (ids[0], ids[5])
     conversation = Conversation("conv-m", ("Alexei", "Topica"), messages, {}, [])
     corpus = await Corpus.load(deps, 1, conversation)

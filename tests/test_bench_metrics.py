@@ -23,7 +23,7 @@ from bench.metrics import (
     whole_units,
 )
 from bench.usage import counting_all
-from graphs.callbacks import LLMUsage
+from core.callbacks import LLMUsage
 
 
 def tokens_by_hand(text: str) -> int:

@@ -9,7 +9,7 @@ from aiogram.types import Chat, Document, Message, PhotoSize, Voice
 
 from bot.media import describe, incoming_file
 from bot.texts import ENGLISH, RUSSIAN, texts_for
-from graphs.settings import Settings
+from core.settings import Settings
 
 
 @pytest.mark.parametrize(

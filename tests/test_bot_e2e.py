@@ -33,12 +33,13 @@ from langchain_core.messages import AIMessage
 from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
+from app.worker import MemoryWorker
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling, run_webhook
 from bot.render import html_to_plain, markdown_to_html
 from bot.splitting import split_message
 from bot.texts import ENGLISH, RUSSIAN
-from bot.worker import MemoryWorker
-from graphs.deps import Deps, durable_checkpointer
+from core.deps import Deps
+from stores.checkpoints import durable_checkpointer
 from tests.support.bot_api_server import ApiCall, FakeBotAPI, FakeUser, utf16_length
 
 pytestmark = pytest.mark.timeout(90)
@@ -64,7 +65,7 @@ class RunningBot:
         await self.task
 
     def stored(self, user: FakeUser) -> list[dict[str, Any]]:
-        return [dict(row) for row in self.deps.store.all_messages(user.id)]
+        return [dict(row) for row in self.deps.store.messages.all_of(user.id)]
 
     async def reply_to(self, user: FakeUser, count: int = 1) -> list[ApiCall]:
         return await self.api.wait_for_sent(user.id, count)
@@ -404,7 +405,7 @@ async def test_user_not_on_the_allowlist_gets_nothing(start_bot) -> None:
 
     assert api.sent_messages(MALLORY.id) == []
     assert not [call for call in api.calls if call.params.get("chat_id") == str(MALLORY.id)]
-    assert running.deps.store.message_count(MALLORY.id) == 0
+    assert running.deps.store.messages.count(MALLORY.id) == 0
     assert api.calls_of("getFile") == []
 
 
@@ -414,7 +415,7 @@ async def test_nobody_is_allowed_when_the_list_is_empty(start_bot) -> None:
     await running.api.wait_until(lambda: running.api.pending_updates() == 0, what="consumed")
     await asyncio.sleep(0.5)
     assert running.api.sent_messages() == []
-    assert running.deps.store.message_count(ALICE.id) == 0
+    assert running.deps.store.messages.count(ALICE.id) == 0
 
 
 async def test_a_redelivered_message_is_not_answered_twice(start_bot) -> None:
@@ -439,7 +440,7 @@ async def test_start_and_help_follow_the_users_language(start_bot) -> None:
     [russian] = await running.reply_to(BORIS)
     assert english.result["text"] == html_to_plain(ENGLISH.start)
     assert russian.result["text"] == html_to_plain(RUSSIAN.help)
-    assert running.deps.store.message_count(ALICE.id) == 0, "commands are not conversation"
+    assert running.deps.store.messages.count(ALICE.id) == 0, "commands are not conversation"
     commands = running.api.calls_of("setMyCommands")
     assert {call.params.get("language_code") for call in commands} == {None, "ru"}
 
@@ -465,9 +466,9 @@ async def test_memory_lists_facts_people_and_topics(start_bot) -> None:
     assert empty.result["text"] == RUSSIAN.memory_empty
 
     store = running.deps.store
-    store.add_fact(BORIS.id, "Живёт в Казани <центр>", "identity", 95)
-    store.add_person(BORIS.id, "Ольга", circle="family", bio="сестра")
-    store.add_fact(ALICE.id, "Alice's secret", "identity", 90)
+    store.facts.add(BORIS.id, "Живёт в Казани <центр>", "identity", 95)
+    store.people.add(BORIS.id, "Ольга", circle="family", bio="сестра")
+    store.facts.add(ALICE.id, "Alice's secret", "identity", 90)
     running.api.send_text(BORIS, "/memory")
     replies = await running.reply_to(BORIS, 2)
     text = replies[1].result["text"]
@@ -479,10 +480,10 @@ async def test_memory_lists_facts_people_and_topics(start_bot) -> None:
 async def test_forget_a_fact_with_confirmation(start_bot) -> None:
     running = await start_bot()
     deps = running.deps
-    fact = deps.store.add_fact(ALICE.id, "Allergic to peanuts", "identity", 90)
+    fact = deps.store.facts.add(ALICE.id, "Allergic to peanuts", "identity", 90)
     vector = deps.embedder.encode([fact["content"]])
     deps.vectors.upsert("facts", ALICE.id, [fact["id"]], vector)
-    kept = deps.store.add_fact(ALICE.id, "Likes jazz", "context", 40)
+    kept = deps.store.facts.add(ALICE.id, "Likes jazz", "context", 40)
 
     running.api.send_text(ALICE, "/forget")
     [menu] = await running.reply_to(ALICE)
@@ -496,22 +497,22 @@ async def test_forget_a_fact_with_confirmation(start_bot) -> None:
     assert "Allergic to peanuts" in confirm.result["text"]
     yes, no = confirm.params["reply_markup"]["inline_keyboard"][0]
     assert (yes["text"], no["text"]) == (ENGLISH.forget_yes, ENGLISH.forget_no)
-    assert deps.store.list_facts(ALICE.id), "nothing is deleted before the confirmation"
+    assert deps.store.facts.all_of(ALICE.id), "nothing is deleted before the confirmation"
 
     running.api.press_button(ALICE, menu.result, yes["callback_data"])
     await running.api.wait_until(lambda: len(running.api.calls_of("editMessageText")) == 2)
     done = running.api.calls_of("editMessageText")[1]
     assert done.result["text"] == "Forgotten: Allergic to peanuts"
-    assert [f["id"] for f in deps.store.list_facts(ALICE.id)] == [kept["id"]]
-    assert deps.vectors.count("facts", ALICE.id) == 0
-    assert [h["action"] for h in deps.store.fact_history(ALICE.id)][-1] == "delete"
+    assert [f["id"] for f in deps.store.facts.all_of(ALICE.id)] == [kept["id"]]
+    assert deps.vectors.vectors("facts", ALICE.id, [fact["id"], kept["id"]]).keys() == {kept["id"]}
+    assert [h["action"] for h in deps.store.facts.history(ALICE.id)][-1] == "delete"
     assert len(running.api.calls_of("answerCallbackQuery")) == 2
 
 
 async def test_forget_cannot_reach_another_users_memory(start_bot) -> None:
     running = await start_bot()
-    theirs = running.deps.store.add_fact(BORIS.id, "Борис любит шахматы", "context", 50)
-    mine = running.deps.store.add_fact(ALICE.id, "Likes tea", "context", 50)
+    theirs = running.deps.store.facts.add(BORIS.id, "Борис любит шахматы", "context", 50)
+    mine = running.deps.store.facts.add(ALICE.id, "Likes tea", "context", 50)
     running.api.send_text(ALICE, "/forget")
     [menu] = await running.reply_to(ALICE)
     forged = (
@@ -522,14 +523,14 @@ async def test_forget_cannot_reach_another_users_memory(start_bot) -> None:
     running.api.press_button(ALICE, menu.result, forged)
     await running.api.wait_until(lambda: running.api.calls_of("editMessageText"))
     assert running.api.calls_of("editMessageText")[0].result["text"] == ENGLISH.forget_gone
-    assert running.deps.store.list_facts(BORIS.id)
+    assert running.deps.store.facts.all_of(BORIS.id)
 
 
 async def test_export_sends_the_users_memory_as_json(start_bot) -> None:
     running = await start_bot()
     running.api.send_text(ALICE, "Remember that my flight is on Friday.")
     await running.reply_to(ALICE)
-    running.deps.store.add_fact(ALICE.id, "Flies on Friday", "status", 60)
+    running.deps.store.facts.add(ALICE.id, "Flies on Friday", "status", 60)
     running.api.send_text(ALICE, "/export")
     await running.api.wait_until(lambda: running.api.calls_of("sendDocument"))
     [document] = running.api.calls_of("sendDocument")
@@ -562,7 +563,7 @@ async def test_shutdown_with_a_pending_group_loses_nothing(start_bot) -> None:
     first = api.send_text(ALICE, "I'm moving to Berlin next month.")
     second = api.send_text(ALICE, "Any tips for finding a flat?")
     await api.wait_until(
-        lambda: running.deps.store.message_count(ALICE.id) == 2, what="both messages stored"
+        lambda: running.deps.store.messages.count(ALICE.id) == 2, what="both messages stored"
     )
     assert api.sent_messages(ALICE.id) == [], "the group is still waiting for quiet"
 
@@ -598,12 +599,12 @@ async def test_worker_archives_a_stale_session_into_topics(start_bot) -> None:
     worker = running.worker
     assert worker is not None
     await api.wait_until(
-        lambda: worker.completed_runs and not store.unarchived_messages(ALICE.id),
+        lambda: worker.completed_runs and not store.messages.unarchived(ALICE.id),
         within_s=30,
         what="the session archived",
     )
-    topics = store.list_topics(ALICE.id)
-    members = store.topic_message_ids(ALICE.id, [topic["id"] for topic in topics])
+    topics = store.topics.all_of(ALICE.id)
+    members = store.messages.external_ids_by_topic(ALICE.id, [topic["id"] for topic in topics])
     archived = sorted(external for ids in members.values() for external in ids)
     assert archived == sorted(row["external_id"] for row in running.stored(ALICE))
     assert any("sourdough" in topic["summary"].lower() for topic in topics)
@@ -645,15 +646,15 @@ async def test_webhook_mode_checks_the_secret_token(make_deps) -> None:
         stop.set()
         await server
 
-    assert deps.store.all_messages(ALICE.id)[0]["content"] == sent["text"]
-    assert deps.store.message_count(ALICE.id) == 2
+    assert deps.store.messages.all_of(ALICE.id)[0]["content"] == sent["text"]
+    assert deps.store.messages.count(ALICE.id) == 2
 
 
 RUN_BOT = """
 import asyncio
 from bot.app import run_bot
-from graphs.deps import build_deps
-from graphs.settings import Settings
+from core.settings import Settings
+from stores.services import build_deps
 
 settings = Settings(_env_file=None)
 deps = build_deps(settings)
@@ -701,5 +702,8 @@ async def test_run_bot_process_answers_and_shuts_down_on_sigterm(tmp_path, make_
         assert api.sent_messages(MALLORY.id) == []
 
     deps = make_deps(data_dir=tmp_path / "data")
-    assert [row["role"] for row in deps.store.all_messages(ALICE.id)] == ["user", "assistant"] * 2
-    assert deps.store.message_count(MALLORY.id) == 0
+    assert [row["role"] for row in deps.store.messages.all_of(ALICE.id)] == [
+        "user",
+        "assistant",
+    ] * 2
+    assert deps.store.messages.count(MALLORY.id) == 0

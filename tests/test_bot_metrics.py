@@ -54,7 +54,7 @@ async def test_metrics_move_during_a_conversation(tmp_path: Path) -> None:
             "TOPICA_METRICS_PORT": str(port),
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "graphs.cli", "bot", env=environment, cwd=ROOT
+            sys.executable, "-m", "cli.main", "bot", env=environment, cwd=ROOT
         )
         url = f"http://127.0.0.1:{port}"
         try:

@@ -6,9 +6,8 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from bot.worker import MemoryWorker
-from graphs.archive import store_messages
-from graphs.deps import Deps
+from app.worker import MemoryWorker
+from core.deps import Deps
 from tests.conftest import BASE_TIME, new_messages
 
 HOUR = 3600.0
@@ -35,7 +34,7 @@ class ScriptedArchive:
 
 
 async def conversation(deps: Deps, user_id: int, *, start=BASE_TIME) -> None:
-    await store_messages(deps, user_id, new_messages(["hi", "hello", "bye"], start=start))
+    deps.indexer.store_messages(user_id, new_messages(["hi", "hello", "bye"], start=start))
 
 
 async def test_only_users_whose_triggers_fired_are_archived(deps: Deps) -> None:

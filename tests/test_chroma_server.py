@@ -20,11 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.deps import Deps, build_deps
-from graphs.settings import Settings
-from stores.sessions import read_session
-from stores.vectors import KINDS, VectorStoreUnavailable
+from app.memory import archive_user
+from core.deps import Deps
+from core.errors import VectorStoreUnavailable
+from core.ports import VECTOR_KINDS as KINDS
+from core.settings import Settings
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "tests" / "data" / "three_sittings.jsonl"
@@ -92,21 +94,21 @@ def server_deps(tmp_path: Path, server: ChromaServer) -> Deps:
 
 
 def assert_index_matches_store(deps: Deps, user_id: int) -> None:
-    assert deps.vectors.count("topics", user_id) == len(deps.store.list_topics(user_id))
-    assert deps.vectors.count("messages", user_id) == deps.store.message_count(user_id)
+    assert deps.vectors.count("topics", user_id) == len(deps.store.topics.all_of(user_id))
+    assert deps.vectors.count("messages", user_id) == deps.store.messages.count(user_id)
     for kind in KINDS:
-        assert deps.store.pending_vectors(user_id, kind) == []
+        assert deps.store.vector_queue.pending(user_id, kind) == []
 
 
 async def test_server_mode_archives_and_searches(tmp_path: Path, chroma: ChromaServer) -> None:
     deps = server_deps(tmp_path, chroma)
-    await store_messages(deps, 1, read_session(SESSION))
+    deps.indexer.store_messages(1, read_session(SESSION))
     await archive_user(deps, 1, archive_all=True)
-    assert deps.store.unarchived_messages(1) == []
+    assert deps.store.messages.unarchived(1) == []
     assert_index_matches_store(deps, 1)
     vet = deps.embedder.encode_query("ветеринар сказал про почки кота")
     best_id, _ = deps.vectors.query("topics", 1, vet, 1)[0]
-    assert "Марципан" in deps.store.get_topic(1, best_id)["summary"]
+    assert "Марципан" in deps.store.topics.get(1, best_id)["summary"]
     assert deps.vectors.query("topics", 2, vet, 5) == []
 
 
@@ -114,24 +116,24 @@ async def test_a_stopped_server_loses_nothing(tmp_path: Path, chroma: ChromaServ
     session = read_session(SESSION)
     first, second = session[:16], session[16:]
     deps = server_deps(tmp_path, chroma)
-    await store_messages(deps, 1, first)
+    deps.indexer.store_messages(1, first)
     await archive_user(deps, 1, archive_all=True)
-    topics_before = len(deps.store.list_topics(1))
+    topics_before = len(deps.store.topics.all_of(1))
 
     chroma.stop()
     with pytest.raises(VectorStoreUnavailable):
-        await store_messages(deps, 1, second)
-    assert deps.store.message_count(1) == len(session), "messages must be stored first"
-    assert len(deps.store.pending_vectors(1, "messages")) == len(second)
+        deps.indexer.store_messages(1, second)
+    assert deps.store.messages.count(1) == len(session), "messages must be stored first"
+    assert len(deps.store.vector_queue.pending(1, "messages")) == len(second)
     with pytest.raises(VectorStoreUnavailable):
         await archive_user(deps, 1, archive_all=True)
-    assert len(deps.store.list_topics(1)) == topics_before
+    assert len(deps.store.topics.all_of(1)) == topics_before
 
     chroma.start()
     await archive_user(deps, 1, archive_all=True)
-    assert deps.store.unarchived_messages(1) == []
+    assert deps.store.messages.unarchived(1) == []
     assert_index_matches_store(deps, 1)
-    archived = [m["topic_id"] for m in deps.store.all_messages(1)]
+    archived = [m["topic_id"] for m in deps.store.messages.all_of(1)]
     assert None not in archived and len(archived) == len(session)
 
 
@@ -142,7 +144,7 @@ def test_cli_reports_a_stopped_server_in_one_line(tmp_path: Path, chroma: Chroma
         "TOPICA_CHROMA_PORT": str(chroma.port),
     }
     finished = subprocess.run(
-        [sys.executable, "-m", "graphs.cli", "ingest", str(SESSION), "--data-dir", str(tmp_path)],
+        [sys.executable, "-m", "cli.main", "ingest", str(SESSION), "--data-dir", str(tmp_path)],
         env=environment,
         cwd=ROOT,
         capture_output=True,
@@ -153,4 +155,4 @@ def test_cli_reports_a_stopped_server_in_one_line(tmp_path: Path, chroma: Chroma
     lines = finished.stderr.strip().splitlines()
     assert len(lines) == 1 and "vector store unavailable" in lines[0], finished.stderr
     deps = build_deps(Settings(data_dir=tmp_path))
-    assert deps.store.message_count(1) == len(read_session(SESSION))
+    assert deps.store.messages.count(1) == len(read_session(SESSION))

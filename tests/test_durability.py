@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from graphs.archive import archive_user, memory_thread, store_messages
-from graphs.deps import build_deps, durable_checkpointer
+from app.memory import archive_user, memory_thread
+from core.settings import Settings
 from graphs.memory import build_memory_graph
-from graphs.settings import Settings
-from stores.sessions import read_session
+from stores.checkpoints import durable_checkpointer
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "tests" / "data" / "three_sittings.jsonl"
@@ -31,20 +32,22 @@ NEXT_NODE = {
     "validate": ("embed",),
     "embed": ("save",),
     "save": ("merge",),
-    "merge": ("extract_facts",),
-    "extract_facts": (),
+    "merge": ("merge_by_rule",),
+    "merge_by_rule": ("extract_facts",),
+    "extract_facts": ("defer_facts",),
+    "defer_facts": (),
 }
 
 
 def membership(data_dir: Path) -> tuple[list[tuple[str, ...]], int]:
     deps = build_deps(Settings(data_dir=data_dir))
     try:
-        messages = deps.store.all_messages(1)
+        messages = deps.store.messages.all_of(1)
         by_topic: dict[int, list[str]] = {}
         for message in messages:
             assert message["topic_id"] is not None, f"{message['external_id']} not archived"
             by_topic.setdefault(message["topic_id"], []).append(message["external_id"])
-        assert deps.vectors.count("topics", 1) == len(deps.store.list_topics(1))
+        assert deps.vectors.count("topics", 1) == len(deps.store.topics.all_of(1))
         return sorted(tuple(ids) for ids in by_topic.values()), len(messages)
     finally:
         deps.close()
@@ -56,7 +59,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]
 
     async def run() -> None:
         deps = build_deps(Settings(data_dir=data_dir))
-        await store_messages(deps, 1, read_session(SESSION))
+        deps.indexer.store_messages(1, read_session(SESSION))
         await archive_user(deps, 1, archive_all=True)
         deps.close()
 

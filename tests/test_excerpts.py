@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.archive import store_messages
-from graphs.context import ResponseContext
-from graphs.deps import Deps
-from graphs.state import SelectedTopic
-from nodes.assemble import topics_section
-from nodes.budget import tokens
-from nodes.excerpts import LEAD_HITS, NEIGHBOUR_HITS, rank_topic_messages, relevant_excerpts
-from nodes.search import hybrid_search
-from nodes.topic_content import EXCERPT_LABEL
+from core.context import ResponseContext
+from core.deps import Deps
+from core.state import SelectedTopic
+from nodes.response.assemble import topics_section
+from nodes.response.excerpts import (
+    LEAD_HITS,
+    NEIGHBOUR_HITS,
+    rank_topic_messages,
+    relevant_excerpts,
+)
+from nodes.response.search import hybrid_search
+from nodes.response.topic_content import EXCERPT_LABEL
+from nodes.shared.budget import tokens
 from tests.conftest import new_messages
 
 pytestmark = pytest.mark.timeout(60)
@@ -105,8 +109,8 @@ GARDEN = [
 
 
 async def two_topics(deps: Deps) -> tuple[int, int]:
-    rows = await store_messages(deps, USER, new_messages(GARDEN + ZOO))
-    garden, zoo = deps.store.save_topics(
+    rows = deps.indexer.store_messages(USER, new_messages(GARDEN + ZOO))
+    garden, zoo = deps.store.topics.save(
         USER,
         [
             ("Garden work", [row["id"] for row in rows[: len(GARDEN)]]),
@@ -123,7 +127,7 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
     found = hybrid_search(deps, context, ["What name did Mia give the giraffe?"])
     (hits,) = found["message_hits"]
-    giraffe = {row["id"] for row in deps.store.all_messages(USER) if "giraffe" in row["content"]}
+    giraffe = {row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]}
     assert hits and set(hits[:3]) <= giraffe
 
     selected = [
@@ -149,9 +153,9 @@ async def test_a_rerankers_excerpt_is_kept_and_other_users_topics_are_never_show
     deps: Deps,
 ) -> None:
     garden, zoo = await two_topics(deps)
-    rows = await store_messages(deps, OTHER, new_messages(["giraffe secrets of user two"]))
-    (foreign,) = deps.store.save_topics(OTHER, [("Not yours", [rows[0]["id"]])])
-    hits = [[row["id"] for row in deps.store.all_messages(USER) if "giraffe" in row["content"]]]
+    rows = deps.indexer.store_messages(OTHER, new_messages(["giraffe secrets of user two"]))
+    (foreign,) = deps.store.topics.save(OTHER, [("Not yours", [rows[0]["id"]])])
+    hits = [[row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]]]
     given = {garden: "[User]: I planted tomatoes and basil."}
     shown, excerpts = relevant_excerpts(
         deps.store, USER, [garden, foreign["id"], zoo], hits, 900, 60, given=given

@@ -37,19 +37,21 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from app.memory import archive_user
+from app.turns import answer_turn, compile_response_graph
+from app.views import export_user
 from bot.routers.callbacks import ForgetAction
 from bot.texts import ENGLISH
-from graphs.archive import archive_user, store_messages
-from graphs.cli import export_user, main
-from graphs.context import ResponseContext
-from graphs.deps import Deps, build_deps
-from graphs.models import ModelRegistry
+from cli.main import main
+from core.context import ResponseContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.records import NewMessage, Role, TopicRow
+from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
-from graphs.state import PersonCandidate, TopicCandidate
-from graphs.turns import answer_turn, compile_response_graph
-from nodes.topic_content import topic_date
+from nodes.response.topic_content import topic_date
 from stores.embedders import Embedder
-from stores.records import NewMessage, Role, TopicRow
+from stores.services import build_deps
 from tests.conftest import isolated_settings
 from tests.support.bot_api_server import FakeUser
 from tests.support.bot_harness import running_bot
@@ -212,7 +214,7 @@ def topic_candidate(topic: TopicRow) -> TopicCandidate:
 
 def facts_of_everyone(deps: Deps, users: dict[int, Owned]) -> dict[int, list[dict[str, Any]]]:
     return {
-        user_id: [*deps.store.list_facts(user_id), *deps.store.fact_history(user_id)]
+        user_id: [*deps.store.facts.all_of(user_id), *deps.store.facts.history(user_id)]
         for user_id in users
     }
 
@@ -226,29 +228,29 @@ async def archive_everyone(deps: Deps, spoken: list[tuple[Persona, NewMessage]])
         for persona, _ in spoken
     }
     for persona, message in spoken:  # one by one, in arrival order, as the bot stores them
-        await store_messages(deps, persona.user_id, [message])
+        deps.indexer.store_messages(persona.user_id, [message])
     for user in users.values():
         persona = user.persona
-        user.fact = deps.store.add_fact(persona.user_id, persona.fact, "identity", 95)
-        user.person = deps.store.add_person(
+        user.fact = deps.store.facts.add(persona.user_id, persona.fact, "identity", 95)
+        user.person = deps.store.people.add(
             persona.user_id, persona.person, bio=f"friend who knows about {persona.secret}"
         )
     merges = 0
     for user_id, user in users.items():
         chunks = await archive_user(deps, user_id, archive_all=True)
         merges += sum(len(chunk.get("merges", [])) for chunk in chunks)
-        user.topics = deps.store.list_topics(user_id)
+        user.topics = deps.store.topics.all_of(user_id)
     return users, merges
 
 
 def assert_each_user_archived_alone(deps: Deps, users: dict[int, Owned]) -> None:
     for user_id, user in users.items():
-        stored = deps.store.all_messages(user_id)
+        stored = deps.store.messages.all_of(user_id)
         assert [(m["external_id"], m["content"]) for m in stored] == [
             (m["external_id"], m["content"]) for m in user.messages
         ]
         assert {m["topic_id"] for m in stored} == user.topic_ids, "a message left out or shared"
-        members = deps.store.topic_message_ids(user_id, sorted(user.topic_ids))
+        members = deps.store.messages.external_ids_by_topic(user_id, sorted(user.topic_ids))
         assert_own_external_ids("topic members", [i for ids in members.values() for i in ids], user)
         for topic in user.topics:
             assert_no_foreign_material("topic summary", topic["summary"], user, users)
@@ -466,8 +468,7 @@ async def test_forget_buttons_forged_with_another_users_ids_are_refused(
             (ALICE, "a", ["We planned the Zermatt ski trip.", "The pass is 92 francs."]),
             (BORIS, "b", [secret, "Nobody else knows about the flowerpot."]),
         ):
-            await store_messages(
-                deps,
+            deps.indexer.store_messages(
                 user.id,
                 [
                     NewMessage(
@@ -480,10 +481,12 @@ async def test_forget_buttons_forged_with_another_users_ids_are_refused(
                 ],
             )
             await archive_user(deps, user.id, archive_all=True)
-        deps.store.add_fact(ALICE.id, "Likes tea", "context", 50)
-        their_fact = deps.store.add_fact(BORIS.id, "Keeps a key under the flowerpot", "context", 50)
-        [mine] = deps.store.list_topics(ALICE.id)
-        [theirs] = deps.store.list_topics(BORIS.id)
+        deps.store.facts.add(ALICE.id, "Likes tea", "context", 50)
+        their_fact = deps.store.facts.add(
+            BORIS.id, "Keeps a key under the flowerpot", "context", 50
+        )
+        [mine] = deps.store.topics.all_of(ALICE.id)
+        [theirs] = deps.store.topics.all_of(BORIS.id)
         boris_before = export_user(deps, BORIS.id)
         vectors_before = {
             kind: deps.vectors.count(kind, BORIS.id) for kind in ("topics", "messages")
@@ -521,4 +524,4 @@ async def test_forget_buttons_forged_with_another_users_ids_are_refused(
         assert {kind: deps.vectors.count(kind, BORIS.id) for kind in vectors_before} == (
             vectors_before
         )
-        assert deps.store.list_topics(ALICE.id) == []
+        assert deps.store.topics.all_of(ALICE.id) == []

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from graphs.deps import Deps
+from core.deps import Deps
 from tests.support.bot_api_server import ApiCall, FakeUser
 from tests.support.bot_harness import RunningBot, running_bot
 
@@ -102,7 +102,7 @@ async def test_fifty_users_at_once_every_message_stored_and_answered_in_order(
 
         latencies, run_times = [], []
         for user, asked in zip(USERS, asked_by_user, strict=True):
-            stored = running.deps.store.all_messages(user.id)
+            stored = running.deps.store.messages.all_of(user.id)
             questions = [m for m in stored if m["role"] == "user"]
             assert [m["content"] for m in questions] == [a.text for a in asked]
             assert sorted(m["external_id"] for m in stored if m["role"] == "assistant") == sorted(

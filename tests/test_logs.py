@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from graphs.logs import JsonFormatter
+from core.logs import JsonFormatter
 
 
 def test_json_lines_carry_level_logger_message_and_extras() -> None:

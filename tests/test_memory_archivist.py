@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.deps import Deps
-from graphs.models import ModelRegistry
-from stores.records import MessageRow
+from app.memory import archive_user
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.records import MessageRow
 
 CONVERSATION = [
     "We finally adopted a cat, his name is Marzipan! And we moved to Pankow last month.",
@@ -26,7 +26,7 @@ def with_models(deps: Deps, **models) -> Deps:
 
 @pytest.fixture
 async def stored(deps: Deps, make_messages) -> list[MessageRow]:
-    return await store_messages(deps, 1, make_messages(CONVERSATION))
+    return deps.indexer.store_messages(1, make_messages(CONVERSATION))
 
 
 def one_topic_splitter(fake_model, stored: list[MessageRow]):
@@ -47,27 +47,26 @@ async def test_without_a_model_facts_are_skipped_with_the_reason(deps: Deps, sto
     [result] = await archive_user(deps, 1, archive_all=True)
 
     report = result["facts"]
-    assert report["status"] == "skipped"
-    assert report["reason"] == "no archivist model configured"
+    assert (report["status"], report["reason"], report["waiting"]) == ("skipped", "no_model", 1)
     assert report["added"] == report["updated"] == report["deleted"] == 0
-    assert deps.store.list_facts(1) == []
-    assert deps.store.list_people(1) == []
+    assert deps.store.facts.all_of(1) == []
+    assert deps.store.people.all_of(1) == []
     assert deps.vectors.count("facts", 1) == 0
-    assert not any(topic["facts_extracted"] for topic in deps.store.list_topics(1))
+    assert not any(topic["facts_extracted"] for topic in deps.store.topics.all_of(1))
 
 
 async def test_archivist_actions_are_applied_with_history_and_vectors(
     deps: Deps, stored, fake_model, embedder
 ):
     store = deps.store
-    berlin = store.add_fact(1, "Lives in Berlin-Mitte", "identity", 70)
-    no_pets = store.add_fact(1, "Has no pets", "status", 40)
+    berlin = store.facts.add(1, "Lives in Berlin-Mitte", "identity", 70)
+    no_pets = store.facts.add(1, "Has no pets", "status", 40)
     deps.vectors.upsert("facts", 1, [no_pets["id"]], embedder.encode([no_pets["content"]]))
-    others_fact = store.add_fact(2, "Has a dog called Rex", "identity", 80)
-    petra = store.add_person(1, "Petra", circle="work")
-    ira = store.add_person(1, "Ira", bio="Wife")
-    irina = store.add_person(1, "Irina", aliases=["Ирина"], bio="Designer")
-    others_person = store.add_person(2, "Oleg", bio="Brother")
+    others_fact = store.facts.add(2, "Has a dog called Rex", "identity", 80)
+    petra = store.people.add(1, "Petra", circle="work")
+    ira = store.people.add(1, "Ira", bio="Wife")
+    irina = store.people.add(1, "Irina", aliases=["Ирина"], bio="Designer")
+    others_person = store.people.add(2, "Oleg", bio="Brother")
     archivist = fake_model(
         {
             "facts": [
@@ -114,28 +113,28 @@ async def test_archivist_actions_are_applied_with_history_and_vectors(
         "people_updated": 1,
         "people_merged": 1,
     }
-    facts = {fact["content"]: fact for fact in store.list_facts(1)}
+    facts = {fact["content"]: fact for fact in store.facts.all_of(1)}
     assert set(facts) == {"Lives in Berlin-Pankow", "Has a cat named Marzipan"}
     assert facts["Has a cat named Marzipan"]["topic_id"] == topic_id
     assert facts["Lives in Berlin-Pankow"]["importance"] == 80
-    history = [(row["fact_id"], row["action"], row["reason"]) for row in store.fact_history(1)]
+    history = [(row["fact_id"], row["action"], row["reason"]) for row in store.facts.history(1)]
     cat = facts["Has a cat named Marzipan"]["id"]
     assert history[2:] == [
         (cat, "add", None),
         (berlin["id"], "update", "moved"),
         (no_pets["id"], "delete", "adopted a cat"),
     ]
-    assert all(row["topic_id"] == topic_id for row in store.fact_history(1)[2:])
+    assert all(row["topic_id"] == topic_id for row in store.facts.history(1)[2:])
     assert set(deps.vectors.vectors("facts", 1, [cat, berlin["id"], no_pets["id"]])) == {
         cat,
         berlin["id"],
     }
     # The other user's fact and person are untouched.
-    assert store.get_fact(2, others_fact["id"]) == others_fact
-    assert [row["action"] for row in store.fact_history(2)] == ["add"]
-    assert store.get_person(2, others_person["id"]) == others_person
+    assert store.facts.get(2, others_fact["id"]) == others_fact
+    assert [row["action"] for row in store.facts.history(2)] == ["add"]
+    assert store.people.get(2, others_person["id"]) == others_person
     assert deps.vectors.count("facts", 2) == 0
-    people = {person["name"]: person for person in store.list_people(1)}
+    people = {person["name"]: person for person in store.people.all_of(1)}
     assert set(people) == {"Petra", "Ira", "Marzipan"}
     assert people["Petra"]["bio"] == "Colleague with a cat"
     assert people["Ira"]["aliases"] == ["Irina", "Ирина"]
@@ -147,14 +146,14 @@ async def test_archivist_actions_are_applied_with_history_and_vectors(
         people["Marzipan"]["id"],
     }
     assert deps.vectors.vectors("people", 1, [irina["id"]]) == {}
-    assert store.get_topic(1, topic_id)["facts_extracted"]
+    assert store.topics.get(1, topic_id)["facts_extracted"]
 
 
 async def test_one_reply_may_touch_the_same_person_and_fact_twice(deps: Deps, stored, fake_model):
     """Update a person, then merge a duplicate into them; add a fact, then update it."""
-    petra = deps.store.add_person(1, "Petra", circle="work")
-    duplicate = deps.store.add_person(1, "Petra Krause", bio="Has a cat")
-    berlin = deps.store.add_fact(1, "Lives in Berlin", "identity", 70)
+    petra = deps.store.people.add(1, "Petra", circle="work")
+    duplicate = deps.store.people.add(1, "Petra Krause", bio="Has a cat")
+    berlin = deps.store.facts.add(1, "Lives in Berlin", "identity", 70)
     archivist = fake_model(
         {
             "facts": [
@@ -174,20 +173,20 @@ async def test_one_reply_may_touch_the_same_person_and_fact_twice(deps: Deps, st
     assert len(archivist.prompts) == 1, "the topic's reply was applied more than once"
     assert result["facts"]["status"] == "done", result["facts"]["reason"]
     assert (result["facts"]["updated"], result["facts"]["people_merged"]) == (2, 1)
-    [person] = deps.store.list_people(1)
+    [person] = deps.store.people.all_of(1)
     assert (person["bio"], person["aliases"]) == ("Colleague\nHas a cat", ["Petra Krause"])
     assert set(deps.vectors.vectors("people", 1, [petra["id"], duplicate["id"]])) == {petra["id"]}
-    assert deps.store.get_fact(1, berlin["id"])["content"] == "Lives in Berlin-Pankow"
+    assert deps.store.facts.get(1, berlin["id"])["content"] == "Lives in Berlin-Pankow"
     assert deps.vectors.count("facts", 1) == 1
-    assert deps.store.list_topics(1)[0]["facts_extracted"]
+    assert deps.store.topics.all_of(1)[0]["facts_extracted"]
 
 
 async def test_the_archivist_sees_known_facts_people_and_the_conversation(
     deps: Deps, stored, fake_model
 ):
-    deps.store.add_fact(1, "Works as a backend developer", "identity", 90)
-    deps.store.add_person(1, "Ira", circle="family", bio="Wife")
-    deps.store.add_fact(2, "Secret of another user", "identity", 90)
+    deps.store.facts.add(1, "Works as a backend developer", "identity", 90)
+    deps.store.people.add(1, "Ira", circle="family", bio="Wife")
+    deps.store.facts.add(2, "Secret of another user", "identity", 90)
     archivist = fake_model(then={"facts": [], "people": []})
     models = with_models(deps, splitter=one_topic_splitter(fake_model, stored), archivist=archivist)
 
@@ -207,17 +206,16 @@ async def test_a_failing_archivist_leaves_topics_for_a_later_run(deps: Deps, sto
 
     [result] = await archive_user(models, 1, archive_all=True)
 
-    assert result["facts"]["status"] == "failed"
-    assert "LLMOutputError" in result["facts"]["reason"]
-    assert deps.store.list_facts(1) == []
-    assert not deps.store.list_topics(1)[0]["facts_extracted"]
+    assert (result["facts"]["status"], result["facts"]["reason"]) == ("failed", "invalid_output")
+    assert deps.store.facts.all_of(1) == []
+    assert not deps.store.topics.all_of(1)[0]["facts_extracted"]
 
 
 async def test_a_transient_vector_store_failure_does_not_apply_a_reply_twice(
     deps: Deps, stored, fake_model, monkeypatch
 ):
     """The store writes commit before indexing; a retried node must not redo them."""
-    berlin = deps.store.add_fact(1, "Lives in Berlin", "identity", 70)
+    berlin = deps.store.facts.add(1, "Lives in Berlin", "identity", 70)
     archivist = fake_model(
         then={
             "facts": [{"action": "update", "id": berlin["id"], "content": "Lives in Pankow"}],
@@ -239,8 +237,8 @@ async def test_a_transient_vector_store_failure_does_not_apply_a_reply_twice(
     [result] = await archive_user(models, 1, archive_all=True)
 
     assert failures == ["people"]
-    assert [p["name"] for p in deps.store.list_people(1)] == ["Marzipan"]
-    updates = [row for row in deps.store.fact_history(1) if row["action"] == "update"]
+    assert [p["name"] for p in deps.store.people.all_of(1)] == ["Marzipan"]
+    updates = [row for row in deps.store.facts.history(1) if row["action"] == "update"]
     assert len(updates) == 1
     assert result["facts"]["status"] == "done"
     assert deps.vectors.count("people", 1) == 1

@@ -8,9 +8,9 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphs.deps import Deps
-from nodes.chunking import make_load_chunk, next_chunk, route_after_load
-from stores.records import MessageRow
+from core.deps import Deps
+from core.records import MessageRow
+from nodes.memory.chunking import make_load_chunk, next_chunk, route_after_load
 
 HOUR = 3600.0
 
@@ -128,9 +128,9 @@ def test_chunking_everything_partitions_the_messages_in_order(
 async def test_load_chunk_reads_the_users_unarchived_messages(
     deps: Deps, make_messages, runtime_for
 ):
-    stored = deps.store.add_messages(1, make_messages(["a", "b", "c", "d", "e"]))
-    deps.store.add_messages(2, make_messages(["other user"]))
-    deps.store.save_topics(1, [("Done already", [stored[0]["id"]])])
+    stored = deps.store.messages.add(1, make_messages(["a", "b", "c", "d", "e"]))
+    deps.store.messages.add(2, make_messages(["other user"]))
+    deps.store.topics.save(1, [("Done already", [stored[0]["id"]])])
     load_chunk = make_load_chunk(deps)
 
     update = await load_chunk({}, runtime_for(1, max_chunk_size=3, archive_all=True))
@@ -141,7 +141,7 @@ async def test_load_chunk_reads_the_users_unarchived_messages(
 
 
 async def test_load_chunk_leaves_a_fresh_conversation_alone(deps: Deps, make_messages, runtime_for):
-    stored = deps.store.add_messages(1, make_messages(["a", "b"]))
+    stored = deps.store.messages.add(1, make_messages(["a", "b"]))
     load_chunk = make_load_chunk(deps)
     last_ts = stored[-1]["ts"]
 

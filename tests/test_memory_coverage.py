@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphs.state import TopicDraft, TopicProposal
-from nodes.coverage import GENERAL_SUMMARY, make_validate, validate_coverage
-from stores.records import MessageRow
+from core.records import MessageRow
+from core.state import TopicDraft, TopicProposal
+from nodes.memory.coverage import GENERAL_SUMMARY, make_validate, validate_coverage
 
 BIG = 25_000
 

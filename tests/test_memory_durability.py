@@ -8,9 +8,9 @@ from pathlib import Path
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from graphs.archive import archive_user, memory_thread, store_messages
-from graphs.context import MemoryContext
-from graphs.deps import Deps
+from app.memory import archive_user, memory_thread
+from core.context import MemoryContext
+from core.deps import Deps
 from graphs.memory import build_memory_graph
 
 TALK = [
@@ -27,15 +27,15 @@ TALK = [
 
 def memberships(deps: Deps, user_id: int) -> list[tuple[int, list[int]]]:
     return [
-        (topic["id"], [m["id"] for m in deps.store.topic_messages(user_id, topic["id"])])
-        for topic in deps.store.list_topics(user_id)
+        (topic["id"], [m["id"] for m in deps.store.messages.of_topic(user_id, topic["id"])])
+        for topic in deps.store.topics.all_of(user_id)
     ]
 
 
 async def store_talk(deps: Deps, make_messages) -> list[int]:
     # Two sittings three hours apart: two chunks on the same thread.
     messages = make_messages(TALK, gaps={4: timedelta(hours=3)})
-    return [row["id"] for row in await store_messages(deps, 1, messages)]
+    return [row["id"] for row in deps.indexer.store_messages(1, messages)]
 
 
 async def test_archiving_twice_with_a_checkpointer_is_idempotent(
@@ -74,7 +74,7 @@ async def test_a_run_interrupted_before_save_is_resumed_without_duplicates(
         )
         paused = await interrupted.aget_state(config)
         assert paused.next == ("save",)
-        assert deps.store.list_topics(1) == []
+        assert deps.store.topics.all_of(1) == []
 
         resumed = await archive_user(deps, 1, archive_all=True, checkpointer=saver)
         again = await archive_user(deps, 1, archive_all=True, checkpointer=saver)

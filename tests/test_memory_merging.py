@@ -8,12 +8,12 @@ from datetime import datetime
 
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.deps import Deps
-from graphs.models import ModelRegistry
-from graphs.state import MemoryState
-from nodes.merging import combined_summary
-from stores.relational import StoreError
+from app.memory import archive_user
+from core.deps import Deps
+from core.errors import StoreError
+from core.models import ModelRegistry
+from core.state import MemoryState
+from nodes.memory.merging import combined_summary
 
 CAT_TALK = [
     "Our cat Marzipan has chronic kidney disease, the vet put him on a renal diet.",
@@ -35,12 +35,12 @@ async def tell_twice(deps: Deps, make_messages) -> list[MemoryState]:
     """The same conversation on one day and again two days later: two chunks, two topics."""
     told = make_messages(CAT_TALK, prefix="a", start=FIRST_DAY)
     retold = make_messages(CAT_TALK, prefix="b", start=THIRD_DAY)
-    await store_messages(deps, 1, told + retold)
+    deps.indexer.store_messages(1, told + retold)
     return await archive_user(deps, 1, archive_all=True)
 
 
 def all_message_ids(deps: Deps) -> list[int]:
-    return [message["id"] for message in deps.store.all_messages(1)]
+    return [message["id"] for message in deps.store.messages.all_of(1)]
 
 
 async def test_the_rule_merges_a_conversation_told_twice(deps: Deps, make_messages):
@@ -54,15 +54,15 @@ async def test_the_rule_merges_a_conversation_told_twice(deps: Deps, make_messag
     assert merge["decided_by"] == "rule"
     assert merge["similarity"] >= deps.settings.consolidation_similarity_threshold
 
-    [topic] = deps.store.list_topics(1)
+    [topic] = deps.store.topics.all_of(1)
     assert topic["id"] == first_topic_id
     assert topic["message_count"] == 12
     assert topic["size_chars"] == 2 * sum(len(text) for text in CAT_TALK)
     assert topic["consolidation_checked"]
     assert topic["first_message_at"] == FIRST_DAY.isoformat()
-    assert [m["id"] for m in deps.store.topic_messages(1, topic["id"])] == all_message_ids(deps)
+    assert [m["id"] for m in deps.store.messages.of_topic(1, topic["id"])] == all_message_ids(deps)
     with pytest.raises(StoreError):
-        deps.store.get_topic(1, second_topic_id)
+        deps.store.topics.get(1, second_topic_id)
     assert deps.vectors.vectors("topics", 1, [second_topic_id]) == {}
     assert deps.vectors.count("topics", 1) == 1
 
@@ -73,7 +73,7 @@ async def test_no_merge_past_max_merged_size(make_deps, make_messages):
     first, second = await tell_twice(deps, make_messages)
 
     assert first["merges"] == second["merges"] == []
-    topics = deps.store.list_topics(1)
+    topics = deps.store.topics.all_of(1)
     assert len(topics) == 2
     assert all(topic["consolidation_checked"] for topic in topics)
     assert deps.vectors.count("topics", 1) == 2
@@ -87,7 +87,7 @@ async def test_the_merger_can_refuse_and_sees_both_topics_messages(
     _, second = await tell_twice(with_models(deps, merger=merger), make_messages)
 
     assert second["merges"] == []
-    assert len(deps.store.list_topics(1)) == 2
+    assert len(deps.store.topics.all_of(1)) == 2
     [prompt] = merger.prompts
     request = prompt[-1].content
     assert request.count("He refuses the renal food completely") == 2
@@ -107,9 +107,9 @@ async def test_the_merger_decides_and_names_the_merged_topic(deps: Deps, make_me
 
     [merge] = second["merges"]
     assert (merge["decided_by"], merge["reason"]) == ("llm", "same conversation")
-    [topic] = deps.store.list_topics(1)
+    [topic] = deps.store.topics.all_of(1)
     assert topic["summary"] == "Марципан и диета"
-    assert [i for i, _ in deps.store.search_topics(1, "Марципан", 5)] == [topic["id"]]
+    assert [i for i, _ in deps.store.topics.search(1, "Марципан", 5)] == [topic["id"]]
 
 
 async def test_a_broken_merger_reply_leaves_the_decision_to_the_rule(
@@ -120,9 +120,9 @@ async def test_a_broken_merger_reply_leaves_the_decision_to_the_rule(
     _, second = await tell_twice(with_models(deps, merger=merger), make_messages)
 
     [merge] = second["merges"]
-    assert merge["decided_by"] == "rule"
-    assert merge["reason"].startswith("merger failed (LLMOutputError)")
-    assert len(deps.store.list_topics(1)) == 1
+    assert (merge["decided_by"], second["merge_fallback"]) == ("rule", "invalid_output")
+    assert merge["reason"].startswith("similarity ")
+    assert len(deps.store.topics.all_of(1)) == 1
     assert len(merger.prompts) == 1
 
 
@@ -135,13 +135,13 @@ async def test_different_subjects_are_not_merged(deps: Deps, make_messages):
         "We have about 80 GB of data and a maintenance window on Sunday.",
         "Then pg_upgrade --link is fastest; rehearse it on staging first.",
     ]
-    await store_messages(deps, 1, make_messages(CAT_TALK, prefix="a", start=FIRST_DAY))
-    await store_messages(deps, 1, make_messages(postgres, prefix="b", start=THIRD_DAY))
+    deps.indexer.store_messages(1, make_messages(CAT_TALK, prefix="a", start=FIRST_DAY))
+    deps.indexer.store_messages(1, make_messages(postgres, prefix="b", start=THIRD_DAY))
 
     results = await archive_user(deps, 1, archive_all=True)
 
     assert [state["merges"] for state in results] == [[], []]
-    assert len(deps.store.list_topics(1)) == 2
+    assert len(deps.store.topics.all_of(1)) == 2
 
 
 def test_the_rules_summary_does_not_repeat_itself():

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from nodes.segmentation import SegmentationParams, segment_conversation
-from stores.records import MessageRow
+from core.records import MessageRow
+from nodes.memory.segmentation import SegmentationParams, segment_conversation
 
 # The first test to ask for `demo_archive` pays for ingesting the session twice per user.
 pytestmark = pytest.mark.timeout(300)
@@ -156,8 +156,8 @@ def boundary_scores(
 def demo_segmentation(demo_archive) -> tuple[list[list[str]], set[int], set[int], list[str]]:
     """User 1's topics as external-id lists, predicted and true boundaries (positions > 0)."""
     store = demo_archive.deps.store
-    topics = store.list_topics(1)
-    members = store.topic_message_ids(1, [topic["id"] for topic in topics])
+    topics = store.topics.all_of(1)
+    members = store.messages.external_ids_by_topic(1, [topic["id"] for topic in topics])
     order = demo_archive.external_ids
     position = {external_id: index for index, external_id in enumerate(order)}
     topic_lists = [members[topic["id"]] for topic in topics]
@@ -190,7 +190,7 @@ def test_demo_boundaries_match_the_true_subject_blocks(demo_archive):
     _, predicted, truth, _ = demo_segmentation(demo_archive)
     precision, recall = boundary_scores(predicted, truth)
     near_precision, near_recall = boundary_scores(predicted, truth, tolerance=2)
-    times = [m["ts"] for m in demo_archive.deps.store.all_messages(1)]
+    times = [m["ts"] for m in demo_archive.deps.store.messages.all_of(1)]
     same_sitting = {i for i in truth if times[i] - times[i - 1] < PARAMS.pause_s}
     _, sitting_recall = boundary_scores(predicted, same_sitting)
     print(
@@ -211,10 +211,10 @@ def test_demo_boundaries_match_the_true_subject_blocks(demo_archive):
 def test_demo_summaries_quote_the_topics_own_user_messages(demo_archive):
     """Extractive summaries: in the conversation's language, never invented."""
     store = demo_archive.deps.store
-    for topic in store.list_topics(1):
+    for topic in store.topics.all_of(1):
         users = [
             " ".join(m["content"].split())
-            for m in store.topic_messages(1, topic["id"])
+            for m in store.messages.of_topic(1, topic["id"])
             if m["role"] == "user"
         ]
         for piece in topic["summary"].split(" … "):

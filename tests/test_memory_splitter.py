@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.context import MemoryContext
-from graphs.deps import Deps
+from app.memory import archive_user
+from core.context import MemoryContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.records import MessageRow
 from graphs.memory import build_memory_graph
-from graphs.models import ModelRegistry
-from nodes.coverage import GENERAL_SUMMARY
-from nodes.splitter import make_split
-from stores.records import MessageRow
+from nodes.memory.coverage import GENERAL_SUMMARY
+from nodes.memory.splitter import make_split
 
 CONVERSATION = [
     "My right knee hurts after long runs, outside of the knee.",
@@ -42,8 +42,8 @@ def ids(rows: list[MessageRow]) -> list[int]:
 
 def memberships(deps: Deps, user_id: int) -> list[tuple[str, list[int]]]:
     return [
-        (topic["summary"], ids(deps.store.topic_messages(user_id, topic["id"])))
-        for topic in deps.store.list_topics(user_id)
+        (topic["summary"], ids(deps.store.messages.of_topic(user_id, topic["id"])))
+        for topic in deps.store.topics.all_of(user_id)
     ]
 
 
@@ -59,7 +59,7 @@ async def node_path(deps: Deps, user_id: int) -> list[str]:
 
 @pytest.fixture
 async def stored(deps: Deps, make_messages) -> list[MessageRow]:
-    return await store_messages(deps, 1, make_messages(CONVERSATION))
+    return deps.indexer.store_messages(1, make_messages(CONVERSATION))
 
 
 async def test_gaps_overlaps_and_out_of_range_ids_still_cover_every_message_once(
@@ -100,14 +100,14 @@ async def test_gaps_overlaps_and_out_of_range_ids_still_cover_every_message_once
     ]
     assert topics[2][0].startswith(GENERAL_SUMMARY)
     assert topics[3][0] == "Marzipan is not eating"
-    assert deps.store.unarchived_messages(1) == []
+    assert deps.store.messages.unarchived(1) == []
     assert deps.vectors.count("topics", 1) == 4
 
 
 async def test_the_splitter_sees_the_chunk_with_ids_and_is_asked_for_json(
     deps: Deps, stored: list[MessageRow], fake_model
 ):
-    deps.store.add_fact(1, "Name is Alexei, lives in Berlin", "identity", 90)
+    deps.store.facts.add(1, "Name is Alexei, lives in Berlin", "identity", 90)
     m = ids(stored)
     splitter = fake_model(
         {"topics": [{"summary": "All", "start_msg_id": m[0], "end_msg_id": m[-1]}]}
@@ -152,23 +152,23 @@ async def test_a_valid_reply_becomes_the_topics_with_its_summaries(
 
 
 BAD_REPLIES = {
-    "prose": "Sure! The topics are: the knee, Postgres, a gift and the cat.",
-    "truncated-json": '{"topics": [{"summary": "Knee", "start_msg_id": 1,',
-    "no-topics": '{"topics": [], "stragglers": []}',
-    "wrong-shape": '[{"title": "Knee"}]',
-    "empty": "",
+    "prose": ("Sure! The topics are: the knee, Postgres, a gift and the cat.", "invalid_output"),
+    "truncated-json": ('{"topics": [{"summary": "Knee", "start_msg_id": 1,', "invalid_output"),
+    "no-topics": ('{"topics": [], "stragglers": []}', "invalid_output"),
+    "wrong-shape": ('[{"title": "Knee"}]', "invalid_output"),
+    "empty": ("", "empty_reply"),
 }
 
 
-@pytest.mark.parametrize("reply", BAD_REPLIES.values(), ids=BAD_REPLIES.keys())
+@pytest.mark.parametrize(("reply", "reason"), BAD_REPLIES.values(), ids=BAD_REPLIES.keys())
 async def test_an_unusable_reply_takes_the_segment_edge_and_records_why(
-    deps: Deps, stored: list[MessageRow], fake_model, reply: str
+    deps: Deps, stored: list[MessageRow], fake_model, reply: str, reason: str
 ):
     splitter_deps = with_models(deps, splitter=fake_model(reply))
 
     [result] = await archive_user(splitter_deps, 1, archive_all=True)
 
-    assert result["split_fallback"].startswith("splitter failed: LLMOutputError")
+    assert result["split_fallback"] == reason
     assert result["split_by"] == "embeddings"
     assert result["proposals"], "the embedding segmentation proposed the topics"
     covered = sorted(i for _, members in memberships(deps, 1) for i in members)
@@ -187,7 +187,9 @@ async def test_the_fallback_path_runs_segment_instead_of_going_straight_to_valid
         "embed",
         "save",
         "merge",
+        "merge_by_rule",
         "extract_facts",
+        "defer_facts",
     ]
 
 
@@ -208,14 +210,14 @@ async def test_a_provider_error_takes_the_segment_edge(deps: Deps, stored, fake_
     command = await split({"chunk": stored}, runtime_for(1))
 
     assert command.goto == "segment"
-    assert command.update["split_fallback"] == "splitter failed: TimeoutError: endpoint timed out"
+    assert command.update["split_fallback"] == "timeout"
 
 
 async def test_without_a_splitter_model_the_node_routes_to_segment(deps, stored, runtime_for):
     command = await make_split(deps)({"chunk": stored}, runtime_for(1))
 
     assert command.goto == "segment"
-    assert command.update == {"split_fallback": "no splitter model configured"}
+    assert command.update == {"split_fallback": "no_model"}
 
 
 async def test_a_good_reply_routes_the_node_to_validate_with_the_proposals(

@@ -5,36 +5,42 @@ from __future__ import annotations
 
 import re
 
-from graphs.deps import Deps
+from core.deps import Deps
 from graphs.memory import build_memory_graph
-from nodes.chunking import route_after_load
+from nodes.memory.chunking import route_after_load
 
-EDGE = re.compile(r"^\s*(\S+) (-->|-\.->) (\S+);$")
+EDGE = re.compile(r"^\s*(\S+) (?:-->|-\.->|-\. &nbsp;(.+?)&nbsp; \.->) (\S+);$")
+FALLBACK = "no_model / api_error / timeout / invalid_output / empty_reply"
 
-# (source, "solid" | "conditional", target)
+# (source, label: None for a plain edge, "" for an unlabelled conditional one, target)
 EXPECTED_EDGES = {
-    ("__start__", "solid", "load_chunk"),
-    ("load_chunk", "conditional", "split"),
-    ("load_chunk", "conditional", "__end__"),
-    ("load_chunk", "conditional", "extract_facts"),
-    ("split", "conditional", "validate"),
-    ("split", "conditional", "segment"),
-    ("segment", "solid", "validate"),
-    ("validate", "solid", "embed"),
-    ("embed", "solid", "save"),
-    ("save", "solid", "merge"),
-    ("merge", "solid", "extract_facts"),
-    ("extract_facts", "solid", "__end__"),
+    ("__start__", None, "load_chunk"),
+    ("load_chunk", "", "split"),
+    ("load_chunk", "", "__end__"),
+    ("load_chunk", "", "extract_facts"),
+    ("split", "topics", "validate"),
+    ("split", FALLBACK, "segment"),
+    ("segment", None, "validate"),
+    ("validate", None, "embed"),
+    ("embed", None, "save"),
+    ("save", None, "merge"),
+    ("merge", "merged", "extract_facts"),
+    ("merge", FALLBACK, "merge_by_rule"),
+    ("merge_by_rule", None, "extract_facts"),
+    ("extract_facts", "facts", "__end__"),
+    ("extract_facts", FALLBACK, "defer_facts"),
+    ("defer_facts", None, "__end__"),
 }
 
 
-def mermaid_edges(mermaid: str) -> set[tuple[str, str, str]]:
+def mermaid_edges(mermaid: str) -> set[tuple[str, str | None, str]]:
     edges = set()
     for line in mermaid.splitlines():
         match = EDGE.match(line)
         if match:
-            source, arrow, target = match.groups()
-            edges.add((source, "solid" if arrow == "-->" else "conditional", target))
+            source, label, target = match.groups()
+            plain = "-.->" not in line and "&nbsp;" not in line
+            edges.add((source, None if plain else (label or ""), target))
     return edges
 
 
@@ -54,14 +60,16 @@ def test_the_memory_graph_has_exactly_the_expected_nodes(deps: Deps):
         "embed",
         "save",
         "merge",
+        "merge_by_rule",
         "extract_facts",
+        "defer_facts",
         "__end__",
     }
 
 
-def test_the_edge_parser_sees_both_kinds_of_arrow():
-    sample = "graph TD;\n\ta --> b;\n\tb -.-> c;\n\tclassDef x fill:#fff\n"
-    assert mermaid_edges(sample) == {("a", "solid", "b"), ("b", "conditional", "c")}
+def test_the_edge_parser_sees_every_kind_of_arrow():
+    sample = "graph TD;\n\ta --> b;\n\tb -.-> c;\n\tc -. &nbsp;x / y&nbsp; .-> d;\n\tclassDef x\n"
+    assert mermaid_edges(sample) == {("a", None, "b"), ("b", "", "c"), ("c", "x / y", "d")}
 
 
 def test_the_router_after_load_chunk_is_pure_and_total():

@@ -21,11 +21,12 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from graphs.context import ResponseContext
-from graphs.deps import Deps
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage, TopicRow
+from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
-from graphs.state import PersonCandidate, TopicCandidate
-from nodes.reranker import (
+from nodes.response.rerank_selection import (
     NO_REASON,
     parse_answer,
     requested_selection,
@@ -33,14 +34,13 @@ from nodes.reranker import (
     select_answer,
     vector_selection,
 )
-from nodes.structured import LLMOutputError
-from nodes.topic_content import (
+from nodes.response.topic_content import (
     NOTHING_FOUND,
     make_get_topics_content_tool,
     render_topics_content,
     size_label,
 )
-from stores.records import NewMessage, TopicRow
+from nodes.shared.structured import LLMOutputError
 from tests.support.openai_server import (
     ScriptedOpenAI,
     delay,
@@ -113,8 +113,8 @@ def save_topic(
     prefix: str,
     make_messages: Callable[..., list[NewMessage]],
 ) -> TopicRow:
-    rows = deps.store.add_messages(user_id, make_messages(contents, prefix=prefix))
-    (topic,) = deps.store.save_topics(user_id, [(summary, [row["id"] for row in rows])])
+    rows = deps.store.messages.add(user_id, make_messages(contents, prefix=prefix))
+    (topic,) = deps.store.topics.save(user_id, [(summary, [row["id"] for row in rows])])
     return topic
 
 
@@ -159,7 +159,7 @@ def build_world(deps: Deps, make_messages: Callable[..., list[NewMessage]]) -> W
             [f"Note that {SECRET}.", "Noted, keep it secret."],
             "secret",
         ),
-        petrov_person=deps.store.add_person(USER, "Petrov", bio="colleague from ProjectX")["id"],
+        petrov_person=deps.store.people.add(USER, "Petrov", bio="colleague from ProjectX")["id"],
     )
 
 

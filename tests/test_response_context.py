@@ -12,14 +12,18 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graphs.archive import store_messages
-from graphs.context import ResponseContext
-from graphs.deps import Deps
-from graphs.state import ResponseState, SelectedTopic
-from nodes.assemble import make_assemble, topics_section, window_turns
-from nodes.budget import tokens, truncate_to_tokens
-from nodes.session_summary import extractive_summary, needs_refresh
-from stores.records import NewMessage
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage
+from core.state import ResponseState, SelectedTopic
+from nodes.response.assemble import make_assemble, topics_section, window_turns
+from nodes.response.session_summary import (
+    extractive_summary,
+    make_extractive_summary,
+    make_summarise,
+    needs_refresh,
+)
+from nodes.shared.budget import tokens, truncate_to_tokens
 from tests.conftest import BASE_TIME, new_messages
 from tests.support.openai_server import ScriptedOpenAI, http_error
 
@@ -49,19 +53,27 @@ def runtime(**context: Any):
 
 
 async def store_conversation(deps: Deps, contents: list[str], prefix: str = "m") -> list[int]:
-    rows = await store_messages(deps, USER, new_messages(contents, prefix=prefix))
+    rows = deps.indexer.store_messages(USER, new_messages(contents, prefix=prefix))
     return [row["id"] for row in rows]
 
 
 async def ask(deps: Deps, question: str, prefix: str, **context: Any) -> dict:
-    """Store `question` as the user's current message and assemble its context."""
-    (row,) = await store_messages(
-        deps,
+    """Store `question` as the user's current message, then run what the graph runs before
+    the model: the session summary (`summarise`, or its `extractive_summary` edge) and
+    `assemble`. Returns the state after them."""
+    (row,) = deps.indexer.store_messages(
         USER,
         [NewMessage(external_id=prefix, role="user", content=question, created_at=NOW)],
     )
     state = ResponseState(text=question, message_id=row["id"], selected_topics=[])
-    return await make_assemble(deps)(state, runtime(**context))
+    run = runtime(**context)
+    command = await make_summarise(deps)(state, run)
+    state.update(command.update)
+    if command.goto == "extractive_summary":
+        state.update(await make_extractive_summary(deps)(state, run))
+    else:
+        assert command.goto == "assemble"
+    return {**state, **await make_assemble(deps)(state, run)}
 
 
 def system_text(update: dict) -> str:
@@ -83,7 +95,7 @@ async def test_a_segment_within_the_window_has_no_summary_and_no_auto_rag(deps: 
     assert "From earlier in this conversation" not in system
     assert chat_turns(update) == [PASSPORT, "Noted.", "Thanks!"]
     assert update["messages"][-1] == HumanMessage("When does my passport expire?")
-    assert deps.store.session_summary(USER, 0) is None
+    assert deps.store.sessions.summary(USER, 0) is None
 
 
 async def test_a_longer_segment_gets_the_summary_and_auto_rag_before_the_window(deps: Deps):
@@ -101,7 +113,7 @@ async def test_a_longer_segment_gets_the_summary_and_auto_rag_before_the_window(
     assert isinstance(update["messages"][2], HumanMessage)
     assert isinstance(update["messages"][3], AIMessage)
     assert update["context_layers"]["auto_rag"] <= 400
-    summary = deps.store.session_summary(USER, 0)
+    summary = deps.store.sessions.summary(USER, 0)
     assert summary["written_by"] == "extractive"
     assert (summary["first_seq"], summary["last_seq"]) == (1, 6)
     assert "passport expires on 12 May 2027" in summary["summary"]
@@ -139,7 +151,7 @@ async def test_the_summariser_rewrites_the_summary_every_n_messages(
     assert "Summary one: passport until May 2027." in refresh  # the previous summary
     assert PASSPORT not in refresh  # only the messages that left the window since
     assert "Summary two: plus groceries." in system_text(third)
-    assert deps.store.session_summary(USER, 0)["written_by"] == "llm"
+    assert deps.store.sessions.summary(USER, 0)["written_by"] == "llm"
 
 
 async def test_a_failing_summariser_leaves_an_extractive_summary(make_deps: Callable[..., Deps]):
@@ -149,20 +161,21 @@ async def test_a_failing_summariser_leaves_an_extractive_summary(make_deps: Call
         deps = make_deps(models={"summariser": model})
         await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
         update = await ask(deps, "Plans?", "q")
+    assert update["summary_fallback"] == "api_error"
     assert "passport expires on 12 May 2027" in system_text(update)
-    assert deps.store.session_summary(USER, 0)["written_by"] == "extractive"
+    assert deps.store.sessions.summary(USER, 0)["written_by"] == "extractive"
 
 
 async def test_new_starts_a_segment_that_sees_nothing_of_the_last(deps: Deps):
     await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
-    assert deps.store.start_new_segment(USER) == 1
+    assert deps.store.sessions.start_new_segment(USER) == 1
     await store_conversation(deps, FILLER[:6], prefix="n")
     update = await ask(deps, "When does my passport expire?", "q")
     system = system_text(update)
     assert "passport" not in system.lower()
-    assert deps.store.session_summary(USER, 1)["first_seq"] == 11  # segment 1's own start
+    assert deps.store.sessions.summary(USER, 1)["first_seq"] == 11  # segment 1's own start
     assert chat_turns(update) == FILLER[2:6]
-    assert {m["segment"] for m in deps.store.recent_messages(USER, 7)} == {1}
+    assert {m["segment"] for m in deps.store.messages.recent(USER, 7)} == {1}
 
 
 def test_summary_refresh_rule():
@@ -192,12 +205,11 @@ def test_window_turns_drop_the_oldest_to_fit():
 
 
 async def test_recalled_topics_stay_within_their_budget(deps: Deps):
-    rows = await store_messages(
-        deps,
+    rows = deps.indexer.store_messages(
         USER,
         new_messages([f"{i}: " + "a long message about the garden " * 20 for i in range(6)]),
     )
-    (topic,) = deps.store.save_topics(USER, [("Garden plans", [row["id"] for row in rows])])
+    (topic,) = deps.store.topics.save(USER, [("Garden plans", [row["id"] for row in rows])])
     selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
     small = topics_section(deps.store, USER, selected, budget=300)
     assert tokens(small) <= 300

@@ -19,21 +19,22 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.runtime import Runtime
 from pydantic import Field
 
-from graphs.archive import archive_user, store_messages
-from graphs.context import ResponseContext
-from graphs.deps import Deps, build_deps
-from graphs.models import ModelRegistry
+from app.memory import archive_user
+from core.context import ResponseContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.records import NewMessage
+from core.state import ResponseState, SelectedTopic
 from graphs.response import build_response_graph
-from graphs.state import ResponseState, SelectedTopic
-from nodes.enrich import clean_query, make_enrich
-from nodes.finalize import make_finalize, sanitize, strip_runaway_json
-from nodes.offline_answer import WORDING, language_of, make_offline_answer
-from nodes.respond import route_after_respond, route_after_synthesis, route_after_tools
-from nodes.search import rrf_scores, search_queries, topic_candidates
-from nodes.tools import make_response_tools
+from nodes.response.enrich import clean_query, make_enrich, raw_query
+from nodes.response.finalize import make_finalize, sanitize, strip_runaway_json
+from nodes.response.offline_answer import WORDING, language_of, make_offline_answer
+from nodes.response.respond import make_respond, reply_command, route_after_tools
+from nodes.response.search import rrf_scores, search_queries, topic_candidates
+from nodes.response.tools import make_response_tools
 from prompts import responder as responder_prompt
 from stores.embedders import Embedder
-from stores.records import NewMessage
+from stores.services import build_deps
 from tests.conftest import isolated_settings, new_messages
 from tests.support.openai_server import ScriptedOpenAI, empty_reply, http_error, reply, tool_call
 
@@ -90,20 +91,20 @@ async def build_world(deps: Deps) -> World:
         (USER, USER_SITTINGS, "u"),
         (OTHER_USER, OTHER_SITTINGS, "o"),
     ):
-        await store_messages(deps, user_id, sittings_messages(sittings, prefix))
+        deps.indexer.store_messages(user_id, sittings_messages(sittings, prefix))
         await archive_user(deps, user_id, archive_all=True)
     tools = {tool.name: tool for tool in make_response_tools(deps)}
     assert tools  # the facts below are indexed the way the tool indexes them
-    user_fact = deps.store.add_fact(USER, "Lives in Berlin with Ira", "identity", 95)
-    other_fact = deps.store.add_fact(OTHER_USER, "Has a secret project", "context", 60)
+    user_fact = deps.store.facts.add(USER, "Lives in Berlin with Ira", "identity", 95)
+    other_fact = deps.store.facts.add(OTHER_USER, "Has a secret project", "context", 60)
     for user_id, fact in ((USER, user_fact), (OTHER_USER, other_fact)):
         deps.vectors.upsert(
             "facts", user_id, [fact["id"]], deps.embedder.encode([fact["content"]]), None
         )
     return World(
         deps=deps,
-        user_topics={topic["id"] for topic in deps.store.list_topics(USER)},
-        other_topics={topic["id"] for topic in deps.store.list_topics(OTHER_USER)},
+        user_topics={topic["id"] for topic in deps.store.topics.all_of(USER)},
+        other_topics={topic["id"] for topic in deps.store.topics.all_of(OTHER_USER)},
         other_fact=other_fact["id"],
         user_fact=user_fact["id"],
     )
@@ -135,8 +136,7 @@ async def llm_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> W
 
 async def run_graph(world: World, text: str, **context: Any) -> ResponseState:
     """Store `text` as user 1's message and run one turn on it."""
-    (row,) = await store_messages(
-        world.deps,
+    (row,) = world.deps.indexer.store_messages(
         USER,
         [NewMessage(external_id=f"q-{text[:20]}", role="user", content=text, created_at=NOW)],
     )
@@ -174,22 +174,30 @@ def recording_model(*replies: str | AIMessage) -> RecordingChatModel:
 # -- topology ---------------------------------------------------------------------------
 
 
+TEXT_FALLBACK = "no_model / api_error / timeout / empty_reply"
+
+
 def test_topology_snapshot_keeps_every_edge(deps: Deps):
     mermaid = build_response_graph(deps).compile().get_graph(xray=True).draw_mermaid()
     edges = [
         "__start__ --> enrich;",
-        "enrich --> search;",
+        "enrich -. &nbsp;query&nbsp; .-> search;",
+        f"enrich -. &nbsp;{TEXT_FALLBACK}&nbsp; .-> raw_query;",
+        "raw_query --> search;",
         "search --> rerank\\3aprepare;",
-        "rerank\\3a__end__ --> assemble;",
+        "rerank\\3a__end__ --> summarise;",
+        "summarise -. &nbsp;summary&nbsp; .-> assemble;",
+        f"summarise -. &nbsp;{TEXT_FALLBACK}&nbsp; .-> extractive_summary;",
+        "extractive_summary --> assemble;",
         "assemble --> respond;",
         "respond -. &nbsp;tool_calls&nbsp; .-> tools;",
         "respond -. &nbsp;retry_empty&nbsp; .-> respond;",
-        "respond -. &nbsp;fallback&nbsp; .-> offline_answer;",
+        f"respond -. &nbsp;{TEXT_FALLBACK}&nbsp; .-> offline_answer;",
         "respond -. &nbsp;answer&nbsp; .-> finalize;",
         "tools -. &nbsp;continue&nbsp; .-> respond;",
         "tools -. &nbsp;tool_budget_spent&nbsp; .-> synthesize;",
         "synthesize -. &nbsp;retry_empty&nbsp; .-> synthesize;",
-        "synthesize -. &nbsp;fallback&nbsp; .-> offline_answer;",
+        f"synthesize -. &nbsp;{TEXT_FALLBACK}&nbsp; .-> offline_answer;",
         "synthesize -. &nbsp;answer&nbsp; .-> finalize;",
         "offline_answer --> finalize;",
         "finalize --> __end__;",
@@ -208,12 +216,28 @@ def state_with(**values: Any) -> ResponseState:
     return ResponseState(text="q", messages=[HumanMessage("q")], **values)
 
 
-def test_route_after_respond():
+def test_a_reply_picks_the_edge_after_respond():
     calling = AIMessage("", tool_calls=[{"name": "search_history", "args": {}, "id": "c1"}])
-    assert route_after_respond(state_with(respond_fallback="no_model")) == "fallback"
-    assert route_after_respond(state_with(answer="Hi")) == "answer"
-    assert route_after_respond(ResponseState(text="q", messages=[calling])) == "tool_calls"
-    assert route_after_respond(state_with(empty_replies=1)) == "retry_empty"
+    tools = reply_command(calling, state_with(tool_rounds=1), "respond")
+    assert (tools.goto, tools.update["tool_rounds"]) == ("tools", 2)
+    answer = reply_command(AIMessage("Hi"), state_with(), "respond")
+    assert (answer.goto, answer.update["answer"], answer.update["answered_by"]) == (
+        "finalize",
+        "Hi",
+        "responder",
+    )
+    first_empty = reply_command(AIMessage("</s>"), state_with(), "respond")
+    assert (first_empty.goto, first_empty.update) == ("respond", {"empty_replies": 1})
+    second_empty = reply_command(AIMessage(" "), state_with(empty_replies=1), "respond")
+    assert (second_empty.goto, second_empty.update) == (
+        "offline_answer",
+        {"empty_replies": 2, "respond_fallback": "empty_reply"},
+    )
+
+
+async def test_respond_without_a_model_takes_the_memory_only_edge(deps: Deps):
+    command = await make_respond(deps, [])(state_with(), runtime())
+    assert (command.goto, command.update["respond_fallback"]) == ("offline_answer", "no_model")
 
 
 def test_route_after_tools_spends_the_budget():
@@ -225,10 +249,17 @@ def test_route_after_tools_spends_the_budget():
     )
 
 
-def test_route_after_synthesis():
-    assert route_after_synthesis(state_with(respond_fallback="empty_reply")) == "fallback"
-    assert route_after_synthesis(state_with(answer="Done")) == "answer"
-    assert route_after_synthesis(state_with(empty_replies=1)) == "retry_empty"
+def test_a_reply_picks_the_edge_after_synthesis():
+    calling = AIMessage("Done", tool_calls=[{"name": "search_history", "args": {}, "id": "c1"}])
+    answer = reply_command(calling, state_with(), "synthesize")
+    assert (answer.goto, answer.update["answer"], answer.update["answered_by"]) == (
+        "finalize",
+        "Done",
+        "synthesis",
+    )
+    assert reply_command(AIMessage(""), state_with(), "synthesize").goto == "synthesize"
+    second_empty = reply_command(AIMessage(""), state_with(empty_replies=1), "synthesize")
+    assert second_empty.goto == "offline_answer"
 
 
 # -- enrich --------------------------------------------------------------------------------
@@ -236,8 +267,9 @@ def test_route_after_synthesis():
 
 async def test_enrich_without_a_model_searches_with_the_raw_text(deps: Deps):
     enrich = make_enrich(deps)
-    update = await enrich(ResponseState(text="Что с мениском?"), runtime())
-    assert update == {"query": "Что с мениском?", "enrich_fallback": "no_model"}
+    command = await enrich(ResponseState(text="Что с мениском?"), runtime())
+    assert (command.goto, command.update) == ("raw_query", {"enrich_fallback": "no_model"})
+    assert await raw_query(ResponseState(text="Что с мениском?")) == {"query": "Что с мениском?"}
 
 
 async def test_enrich_shows_the_date_recent_messages_and_the_dont_guess_rule(
@@ -245,13 +277,16 @@ async def test_enrich_shows_the_date_recent_messages_and_the_dont_guess_rule(
 ):
     model = recording_model("мениск колено физиотерапевт")
     deps = make_deps(models={"enricher": model})
-    rows = await store_messages(
-        deps, USER, new_messages([f"earlier message {i}" for i in range(7)] + ["А что с ним?"])
+    rows = deps.indexer.store_messages(
+        USER, new_messages([f"earlier message {i}" for i in range(7)] + ["А что с ним?"])
     )
-    update = await make_enrich(deps)(
+    command = await make_enrich(deps)(
         ResponseState(text="А что с ним?", message_id=rows[-1]["id"]), runtime()
     )
-    assert update == {"query": "мениск колено физиотерапевт", "enrich_fallback": None}
+    assert (command.goto, command.update) == (
+        "search",
+        {"query": "мениск колено физиотерапевт", "enrich_fallback": None},
+    )
     system, user = (message.text for message in model.prompts[0])
     assert "DO NOT GUESS" in system and "MinIO" in system
     assert "<date>2026-03-20 10:00 (Friday)</date>" in user
@@ -264,8 +299,8 @@ async def test_enrich_falls_back_to_the_raw_text_when_the_model_fails(
 ):
     server.script(http_error(500))
     deps = make_deps(models={"enricher": server.chat_model()})
-    update = await make_enrich(deps)(ResponseState(text="Postgres error?"), runtime())
-    assert update == {"query": "Postgres error?", "enrich_fallback": "api_error"}
+    command = await make_enrich(deps)(ResponseState(text="Postgres error?"), runtime())
+    assert (command.goto, command.update) == ("raw_query", {"enrich_fallback": "api_error"})
 
 
 def test_clean_query_keeps_the_first_line_without_quotes_or_label():
@@ -315,7 +350,7 @@ async def test_search_finds_a_russian_conversation_from_an_english_question(worl
     candidates = topic_candidates(
         world.deps, ResponseContext(user_id=USER), ["What did the vet diagnose my cat with?"]
     )
-    cat_topic = world.deps.store.messages_by_ids(USER, [7])[0]["topic_id"]
+    cat_topic = world.deps.store.messages.by_ids(USER, [7])[0]["topic_id"]
     assert candidates[0]["id"] == cat_topic
     assert candidates[0]["score"] > candidates[-1]["score"]
 
@@ -351,8 +386,8 @@ async def test_the_memory_only_answer_says_when_nothing_was_recalled(deps: Deps)
 
 async def test_the_memory_only_answer_quotes_the_conversation_going_on(deps: Deps):
     passport = "My passport expires on 12 May 2027 and the renewal costs 70 euros."
-    await store_messages(
-        deps, USER, new_messages([passport, "Noted, May 2027.", "Thanks a lot, see you later!"])
+    deps.indexer.store_messages(
+        USER, new_messages([passport, "Noted, May 2027.", "Thanks a lot, see you later!"])
     )
     graph = build_response_graph(deps).compile()
     state = await graph.ainvoke(
@@ -405,15 +440,15 @@ def test_two_json_blocks_or_separated_ones_are_not_runaway():
 
 
 async def test_finalize_stores_the_sanitised_answer_once(deps: Deps):
-    (question,) = await store_messages(
-        deps, USER, [NewMessage(external_id="q1", role="user", content="Hi", created_at=NOW)]
+    (question,) = deps.indexer.store_messages(
+        USER, [NewMessage(external_id="q1", role="user", content="Hi", created_at=NOW)]
     )
     state = ResponseState(text="Hi", message_id=question["id"], answer="Hello!</s>")
     finalize = make_finalize(deps)
     update = await finalize(state, runtime())
     await finalize(state, runtime())  # a resumed run stores nothing twice
     assert update == {"answer": "Hello!", "sanitized": ["artefact </s>"]}
-    stored = deps.store.all_messages(USER)
+    stored = deps.store.messages.all_of(USER)
     assert [(m["role"], m["content"], m["external_id"]) for m in stored] == [
         ("user", "Hi", "q1"),
         ("assistant", "Hello!", f"reply-to-{question['id']}"),
@@ -452,7 +487,7 @@ async def test_a_plain_answer_is_stored_and_the_context_has_its_layers(
     }
     assert list(state["context_layers"]) == ["system", "topics", "current"]  # all archived
     assert state["context_tokens"] >= sum(state["context_layers"].values())
-    assert llm_world.deps.store.all_messages(USER)[-1]["content"] == state["answer"]
+    assert llm_world.deps.store.messages.all_of(USER)[-1]["content"] == state["answer"]
 
 
 async def test_tool_loop_stops_at_the_limit_and_synthesises_without_tools(
@@ -511,7 +546,7 @@ async def test_an_api_error_gives_the_memory_only_answer(llm_world: World, serve
     assert "Error code: 500 - provider down" in state["respond_error"]
     assert state["answer"].startswith(WORDING["ru"].intro)
     assert "хроническая болезнь почек" in state["answer"]
-    assert llm_world.deps.store.all_messages(USER)[-1]["content"] == state["answer"]
+    assert llm_world.deps.store.messages.all_of(USER)[-1]["content"] == state["answer"]
 
 
 async def test_manage_memory_refuses_another_users_fact(llm_world: World, server: ScriptedOpenAI):
@@ -523,8 +558,8 @@ async def test_manage_memory_refuses_another_users_fact(llm_world: World, server
     (tool_result,) = [m for m in request(server, 1)["messages"] if m["role"] == "tool"]
     assert "manage_memory refused" in tool_result["content"]
     assert f"fact {llm_world.other_fact} not found" in tool_result["content"]
-    assert llm_world.deps.store.get_fact(OTHER_USER, llm_world.other_fact)
-    assert [f["id"] for f in llm_world.deps.store.list_facts(USER)] == [llm_world.user_fact]
+    assert llm_world.deps.store.facts.get(OTHER_USER, llm_world.other_fact)
+    assert [f["id"] for f in llm_world.deps.store.facts.all_of(USER)] == [llm_world.user_fact]
 
 
 async def test_manage_memory_adds_for_the_run_user_whatever_the_arguments_say(
@@ -549,10 +584,10 @@ async def test_manage_memory_adds_for_the_run_user_whatever_the_arguments_say(
     )
     await run_graph(llm_world, "Remember that my cat is Marzipan")
     store = llm_world.deps.store
-    facts = {f["content"]: f for f in store.list_facts(USER)}
+    facts = {f["content"]: f for f in store.facts.all_of(USER)}
     assert facts["Has a cat named Marzipan"]["importance"] == 70
     assert facts["Lives in Berlin with Ira"]["importance"] == 100
-    assert [f["content"] for f in store.list_facts(OTHER_USER)] == ["Has a secret project"]
+    assert [f["content"] for f in store.facts.all_of(OTHER_USER)] == ["Has a secret project"]
     assert llm_world.deps.vectors.count("facts", USER) == 2
 
 

@@ -20,18 +20,19 @@ import pytest
 import pytest_asyncio
 from langgraph.runtime import Runtime
 
-from graphs.archive import archive_user, store_messages
-from graphs.context import ResponseContext
-from graphs.deps import Deps, build_deps
-from graphs.models import ModelRegistry
+from app.memory import archive_user
+from app.turns import run_turn
+from core.context import ResponseContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.state import ResponseState
 from graphs.reranker import build_reranker_graph
-from graphs.response import make_rerank
-from graphs.state import ResponseState
-from graphs.turns import run_turn
-from nodes.enrich import make_enrich
-from nodes.search import make_search
+from nodes.response.enrich import make_enrich, raw_query
+from nodes.response.reranker import make_rerank
+from nodes.response.search import make_search
 from stores.embedders import Embedder
-from stores.sessions import read_session
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 from tests.conftest import DEMO_SESSION, EXAMPLES, DemoArchive, isolated_settings
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,7 +51,7 @@ _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 
 def evidence_language(deps: Deps, user_id: int, evidence: list[str]) -> str:
     contents = [
-        m["content"] for m in deps.store.all_messages(user_id) if m["external_id"] in evidence
+        m["content"] for m in deps.store.messages.all_of(user_id) if m["external_id"] in evidence
     ]
     return "ru" if any(_CYRILLIC.search(content) for content in contents) else "en"
 
@@ -61,10 +62,13 @@ async def retrieve(deps: Deps, user_id: int, question: str) -> ResponseState:
         context=ResponseContext.from_settings(deps.settings, user_id=user_id, now_iso=NOW)
     )
     state = ResponseState(text=question)
-    state.update(await make_enrich(deps)(state, runtime))
+    enriched = await make_enrich(deps)(state, runtime)
+    state.update(enriched.update)
+    if enriched.goto == "raw_query":
+        state.update(await raw_query(state))
     state.update(await make_search(deps)(state, runtime))
     reranker = build_reranker_graph(deps).compile()
-    state.update(await make_rerank(deps, reranker)(state, runtime))
+    state.update(await make_rerank(reranker, deps)(state, runtime))
     return state
 
 
@@ -76,7 +80,7 @@ async def test_recall_on_the_example_session(demo_archive: DemoArchive):
         state = await retrieve(deps, USER, question["question"])
         assert state["rerank_fallback"] == "no_model"
         topic_ids = [topic["id"] for topic in state["selected_topics"]][:TOP]
-        members = deps.store.topic_message_ids(USER, topic_ids)
+        members = deps.store.messages.external_ids_by_topic(USER, topic_ids)
         found = any(set(question["evidence"]) & set(ids) for ids in members.values())
         groups = ["all", question["lang"]]
         if evidence_language(deps, USER, question["evidence"]) != question["lang"]:
@@ -114,7 +118,7 @@ async def demo_deps(
     turns below store their questions and answers."""
     settings = isolated_settings(Path(tmp_path_factory.mktemp("demo-turns")) / "data")
     deps = build_deps(settings, models=ModelRegistry.fixed({}), embedder=embedder)
-    await store_messages(deps, USER, read_session(DEMO_SESSION))
+    deps.indexer.store_messages(USER, read_session(DEMO_SESSION))
     await archive_user(deps, USER, archive_all=True)
     yield deps
     deps.close()
@@ -159,6 +163,6 @@ async def test_run_turn_without_llm_answers_from_the_recalled_topics(
     assert answer.startswith(("I can't compose", "Сейчас я не могу"))
     summaries = {
         t["id"]: t["summary"]
-        for t in demo_deps.store.topics_by_ids(USER, [t["id"] for t in holding])
+        for t in demo_deps.store.topics.by_ids(USER, [t["id"] for t in holding])
     }
     assert any(" ".join(summary.split())[:40] in answer for summary in summaries.values())

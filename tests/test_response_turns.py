@@ -12,11 +12,11 @@ import pytest
 import pytest_asyncio
 from langchain_core.messages import AIMessage
 
-import graphs.turns
-from graphs.archive import archive_user, store_messages
-from graphs.callbacks import LLMUsage
-from graphs.deps import Deps
-from graphs.turns import NEW_SEGMENT_REPLY, chat_session, run_turn
+import app.turns
+from app.memory import archive_user
+from app.turns import NEW_SEGMENT_REPLY, chat_session, run_turn
+from core.callbacks import LLMUsage
+from core.deps import Deps
 from tests.conftest import new_messages
 from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
 from tests.test_response_graph import recording_model
@@ -41,9 +41,9 @@ async def server() -> AsyncIterator[ScriptedOpenAI]:
 
 async def archived(deps: Deps) -> int:
     """User 1's Postgres conversation, archived: the id of its topic."""
-    await store_messages(deps, USER, new_messages(POSTGRES))
+    deps.indexer.store_messages(USER, new_messages(POSTGRES))
     await archive_user(deps, USER, archive_all=True)
-    (topic,) = deps.store.list_topics(USER)
+    (topic,) = deps.store.topics.all_of(USER)
     return topic["id"]
 
 
@@ -71,7 +71,7 @@ async def test_the_agentic_turn_reports_the_rerankers_choice_and_every_llm_call(
     assert topic["score"] > 0
     responder_request = server.chat_requests[2].json_body
     assert "the staging restore" in responder_request["messages"][0]["content"]
-    stored = deps.store.all_messages(USER)[-2:]
+    stored = deps.store.messages.all_of(USER)[-2:]
     assert [(m["role"], m["content"]) for m in stored] == [
         ("user", "How long did the restore take?"),
         ("assistant", "It took 14 minutes on staging."),
@@ -99,7 +99,7 @@ async def test_llm_calls_count_the_enricher_and_the_responder(make_deps: Callabl
 async def test_a_given_external_id_is_stored_once(deps: Deps):
     for _ in range(2):
         await run_turn(deps, USER, "Hello?", now_iso=NOW, external_id="tg-42")
-    user_messages = [m for m in deps.store.all_messages(USER) if m["role"] == "user"]
+    user_messages = [m for m in deps.store.messages.all_of(USER) if m["role"] == "user"]
     assert [m["external_id"] for m in user_messages] == ["tg-42"]
 
 
@@ -122,7 +122,7 @@ async def test_chat_session_stores_every_message_and_new_starts_a_segment(
         archive_calls.append(user_id)
         return await archive_user(deps, user_id, **kwargs)
 
-    monkeypatch.setattr(graphs.turns, "archive_user", spy)
+    monkeypatch.setattr(app.turns, "archive_user", spy)
     lines = iter(
         ["Hi! My passport expires in May 2027.", "  ", "/new", "Hello again", "/quit", "x"]
     )
@@ -132,7 +132,7 @@ async def test_chat_session_stores_every_message_and_new_starts_a_segment(
 
     assert next(lines) == "x"  # nothing after /quit was read
     assert len(written) == 3 and written[1] == NEW_SEGMENT_REPLY
-    stored = deps.store.all_messages(USER)
+    stored = deps.store.messages.all_of(USER)
     assert [(m["role"], m["segment"]) for m in stored] == [
         ("user", 0),
         ("assistant", 0),
@@ -140,14 +140,14 @@ async def test_chat_session_stores_every_message_and_new_starts_a_segment(
         ("assistant", 1),
     ]
     assert [m["content"] for m in stored if m["role"] == "assistant"] == [written[0], written[2]]
-    assert deps.store.current_segment(USER) == 1
+    assert deps.store.sessions.current_segment(USER) == 1
     assert archive_calls == [USER, USER]
 
 
 async def test_chat_session_archives_when_the_triggers_fire(deps: Deps):
     """Messages from hours ago are a finished chunk: the turn after them archives it."""
     old = datetime.now(UTC) - timedelta(hours=3)
-    await store_messages(deps, USER, new_messages(POSTGRES, start=old))
+    deps.indexer.store_messages(USER, new_messages(POSTGRES, start=old))
     lines = iter(["What was that about Postgres?"])
 
     async def read_line() -> str | None:
@@ -161,7 +161,7 @@ async def test_chat_session_archives_when_the_triggers_fire(deps: Deps):
     await chat_session(deps, USER, read_line, write)
 
     assert len(written) == 1
-    messages = deps.store.all_messages(USER)
+    messages = deps.store.messages.all_of(USER)
     assert all(m["topic_id"] is not None for m in messages[: len(POSTGRES)])
     assert all(m["topic_id"] is None for m in messages[len(POSTGRES) :])
 
@@ -172,8 +172,8 @@ async def test_media_parts_reach_the_responder_with_the_text(
     photo = base64.b64encode(b"\xff\xd8\xff" + b"\x10" * 64).decode()
     deps = make_deps(models={"responder": server.chat_model()})
     server.script(reply("A cat on a sofa."))
-    graph = graphs.turns.compile_response_graph(deps)
-    result = await graphs.turns.answer_turn(
+    graph = app.turns.compile_response_graph(deps)
+    result = await app.turns.answer_turn(
         graph,
         deps,
         USER,
@@ -188,5 +188,5 @@ async def test_media_parts_reach_the_responder_with_the_text(
     assert {"type": "text", "text": "[photo] what is this?"} in current["content"]
     images = [part for part in current["content"] if part.get("type") == "image_url"]
     assert images and images[0]["image_url"]["url"] == f"data:image/jpeg;base64,{photo}"
-    stored = [row["content"] for row in deps.store.all_messages(USER) if row["role"] == "user"]
+    stored = [row["content"] for row in deps.store.messages.all_of(USER) if row["role"] == "user"]
     assert stored == ["[photo] what is this?"], "media bytes are not stored as text"

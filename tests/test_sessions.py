@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.deps import Deps
-from stores.sessions import SessionFormatError, parse_session, read_session
+from app.memory import archive_user
+from core.deps import Deps
+from stores.saved_sessions import SessionFormatError, parse_session, read_session
 
 
 def line(**fields) -> str:
@@ -128,7 +128,7 @@ def test_unreadable_files_are_session_errors(tmp_path: Path):
 
 async def ingest(deps: Deps, path: Path, user_id: int) -> None:
     """The ingest path of the command line: read the whole file, store it, archive it."""
-    await store_messages(deps, user_id, read_session(path))
+    deps.indexer.store_messages(user_id, read_session(path))
     await archive_user(deps, user_id, archive_all=True)
 
 
@@ -139,8 +139,8 @@ async def test_ingesting_a_malformed_file_stores_nothing(tmp_path: Path, deps: D
     with pytest.raises(SessionFormatError, match=":4: role"):
         await ingest(deps, path, user_id=1)
 
-    assert deps.store.message_count(1) == 0
-    assert deps.store.user_ids() == []
+    assert deps.store.messages.count(1) == 0
+    assert deps.store.sessions.user_ids() == []
     assert deps.vectors.count("messages", 1) == 0
 
 
@@ -151,7 +151,7 @@ async def test_ingesting_the_corrected_file_stores_and_archives_every_message(
 
     await ingest(deps, path, user_id=1)
 
-    stored = deps.store.all_messages(1)
+    stored = deps.store.messages.all_of(1)
     assert [row["content"] for row in stored] == [
         "Привет! Planning a trip",
         "Where to?",

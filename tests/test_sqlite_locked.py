@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from graphs.archive import archive_user, store_messages
-from graphs.deps import build_deps
-from graphs.settings import Settings
+from app.memory import archive_user
+from core.settings import Settings
 from stores.relational import RelationalStore
-from stores.sessions import read_session
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "tests" / "data" / "three_sittings.jsonl"
@@ -52,7 +52,7 @@ def test_a_writer_waits_for_a_short_lock(tmp_path: Path) -> None:
     messages = read_session(SESSION)[:3]
     with locked(path, 0.8):
         started = time.monotonic()
-        stored = store.add_messages(1, messages)
+        stored = store.messages.add(1, messages)
         waited = time.monotonic() - started
     assert len(stored) == 3
     assert waited >= 0.5, f"the write did not wait for the lock ({waited:.2f} s)"
@@ -63,18 +63,18 @@ def test_a_lock_held_too_long_is_a_clear_error_and_stores_nothing(tmp_path: Path
     store = RelationalStore(path, busy_timeout_s=0.2)
     messages = read_session(SESSION)[:3]
     with locked(path, 1.5), pytest.raises(sqlite3.OperationalError, match="locked"):
-        store.add_messages(1, messages)
-    assert store.message_count(1) == 0
-    assert len(store.add_messages(1, messages)) == 3
+        store.messages.add(1, messages)
+    assert store.messages.count(1) == 0
+    assert len(store.messages.add(1, messages)) == 3
 
 
 async def test_memory_graph_retries_through_a_lock(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, sqlite_busy_timeout_s=0.2)
     deps = build_deps(settings)
     session = read_session(SESSION)
-    await store_messages(deps, 1, session)
+    deps.indexer.store_messages(1, session)
     refused: list[sqlite3.OperationalError] = []
-    save_topics = deps.store.save_topics
+    save_topics = deps.store.topics.save
 
     def observed_save_topics(*args, **kwargs):
         try:
@@ -83,16 +83,16 @@ async def test_memory_graph_retries_through_a_lock(tmp_path: Path) -> None:
             refused.append(error)
             raise
 
-    deps.store.save_topics = observed_save_topics
+    deps.store.topics.save = observed_save_topics
     holder = asyncio.create_task(asyncio.to_thread(hold_lock, settings.sqlite_path, 1.5))
     await asyncio.sleep(0.1)
     results = await archive_user(deps, 1, archive_all=True)
     await holder
     assert refused, "the lock never got in the way: the test proves nothing"
     assert results, "nothing was archived"
-    members = [m["topic_id"] for m in deps.store.all_messages(1)]
+    members = [m["topic_id"] for m in deps.store.messages.all_of(1)]
     assert None not in members and len(members) == len(session)
-    assert deps.vectors.count("topics", 1) == len(deps.store.list_topics(1))
+    assert deps.vectors.count("topics", 1) == len(deps.store.topics.all_of(1))
 
 
 def hold_lock(path: Path, seconds: float) -> None:

@@ -20,10 +20,9 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from graphs.archive import store_messages
-from graphs.deps import build_deps
-from graphs.settings import Settings
-from stores.sessions import read_session
+from core.settings import Settings
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "tests" / "data" / "three_sittings.jsonl"
@@ -44,7 +43,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     async def seed() -> None:
         deps = build_deps(Settings(data_dir=data_dir))
-        await store_messages(deps, USER_ID, read_session(SESSION))
+        deps.indexer.store_messages(USER_ID, read_session(SESSION))
         deps.close()
 
     asyncio.run(seed())

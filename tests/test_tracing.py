@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from graphs.tracing import run_config, user_key
+from core.tracing import run_config, user_key
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "tests" / "data" / "three_sittings.jsonl"
@@ -63,7 +63,7 @@ async def test_runs_are_traced_with_graph_node_and_hashed_user(tmp_path: Path) -
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "graphs.cli",
+            "cli.main",
             "ingest",
             str(SESSION),
             "--user",

@@ -9,6 +9,7 @@ button can never reach another user's memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Literal
 
 from aiogram import Router
@@ -19,8 +20,11 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from bot.render import escape
 from bot.texts import Texts
-from graphs.deps import Deps
-from stores.relational import StoreError
+from core.deps import Deps
+from core.errors import StoreError, VectorStoreUnavailable
+from core.tracing import user_key
+
+log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 500
 
@@ -34,21 +38,23 @@ class ForgetAction(CallbackData, prefix="forget"):
 def _content(deps: Deps, user_id: int, kind: str, item_id: int) -> str | None:
     try:
         if kind == "fact":
-            return deps.store.get_fact(user_id, item_id)["content"]
-        return deps.store.get_topic(user_id, item_id)["summary"]
+            return deps.store.facts.get(user_id, item_id)["content"]
+        return deps.store.topics.get(user_id, item_id)["summary"]
     except StoreError:
         return None
 
 
 def _forget(deps: Deps, user_id: int, kind: str, item_id: int) -> None:
+    """Delete from the store; the vector queue then takes the vectors out of the index
+    (now, or on the next indexing run if the vector store is down)."""
     if kind == "fact":
-        deps.store.delete_fact(user_id, item_id, reason="forgotten at the user's request")
-        deps.vectors.delete("facts", user_id, [item_id])
-        return
-    message_ids = [row["id"] for row in deps.store.topic_messages(user_id, item_id)]
-    deps.store.delete_topic(user_id, item_id)
-    deps.vectors.delete("topics", user_id, [item_id])
-    deps.vectors.delete("messages", user_id, message_ids)
+        deps.store.facts.delete(user_id, item_id, reason="forgotten at the user's request")
+    else:
+        deps.store.topics.delete(user_id, item_id)
+    try:
+        deps.indexer.index_all(user_id)
+    except VectorStoreUnavailable as error:
+        log.warning("user %s: forgotten, vectors removed later: %s", user_key(user_id), error)
 
 
 async def on_forget(

@@ -16,12 +16,12 @@ from aiogram.filters import Command, CommandStart
 from aiogram.types import BufferedInputFile, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from app.views import export_user
 from bot.render import escape
 from bot.routers.callbacks import ForgetAction
 from bot.sending import send_html
 from bot.texts import Texts
-from graphs.cli import export_user
-from graphs.deps import Deps
+from core.deps import Deps
 
 MEMORY_FACTS_SHOWN = 30
 MEMORY_TOPICS_SHOWN = 10
@@ -43,7 +43,7 @@ async def show_help(message: Message, texts: Texts) -> None:
 
 
 async def new_segment(message: Message, deps: Deps, texts: Texts) -> None:
-    await asyncio.to_thread(deps.store.start_new_segment, message.from_user.id)
+    await asyncio.to_thread(deps.store.sessions.start_new_segment, message.from_user.id)
     await message.answer(texts.new_segment)
 
 
@@ -51,9 +51,9 @@ async def memory(message: Message, bot: Bot, deps: Deps, texts: Texts) -> None:
     user_id = message.from_user.id
     store = deps.store
     facts, people, topics = await asyncio.gather(
-        asyncio.to_thread(store.list_facts, user_id),
-        asyncio.to_thread(store.list_people, user_id),
-        asyncio.to_thread(store.list_topics, user_id),
+        asyncio.to_thread(store.facts.all_of, user_id),
+        asyncio.to_thread(store.people.all_of, user_id),
+        asyncio.to_thread(store.topics.all_of, user_id),
     )
     if not (facts or people or topics):
         await message.answer(texts.memory_empty)
@@ -84,8 +84,8 @@ async def forget(message: Message, deps: Deps, texts: Texts) -> None:
     """Buttons for the newest facts and topics; pressing one asks for confirmation."""
     user_id = message.from_user.id
     facts, topics = await asyncio.gather(
-        asyncio.to_thread(deps.store.list_facts, user_id),
-        asyncio.to_thread(deps.store.list_topics, user_id),
+        asyncio.to_thread(deps.store.facts.all_of, user_id),
+        asyncio.to_thread(deps.store.topics.all_of, user_id),
     )
     if not (facts or topics):
         await message.answer(texts.forget_nothing)
@@ -123,12 +123,12 @@ async def stats(message: Message, deps: Deps, texts: Texts) -> None:
 
     def counts() -> dict[str, int]:
         return {
-            "messages": store.message_count(user_id),
-            "unarchived": len(store.unarchived_messages(user_id)),
-            "topics": len(store.list_topics(user_id)),
-            "facts": len(store.list_facts(user_id)),
-            "people": len(store.list_people(user_id)),
-            "segment": store.current_segment(user_id) + 1,
+            "messages": store.messages.count(user_id),
+            "unarchived": len(store.messages.unarchived(user_id)),
+            "topics": len(store.topics.all_of(user_id)),
+            "facts": len(store.facts.all_of(user_id)),
+            "people": len(store.people.all_of(user_id)),
+            "segment": store.sessions.current_segment(user_id) + 1,
         }
 
     await message.answer(

@@ -20,8 +20,9 @@ from bot.media import prepare_group
 from bot.middlewares import GroupingMiddleware, external_id, is_conversation
 from bot.sending import send_answer
 from bot.texts import Texts
-from graphs.metrics import MESSAGE_TELEGRAM
-from graphs.settings import Settings
+from core.metrics import MESSAGE_TELEGRAM
+from core.settings import Settings
+from core.tracing import user_key
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ async def on_group(
             external_id=external_id(message),
         )
     except Exception:
-        log.exception("turn failed for chat %s", message.chat.id)
+        log.exception("turn failed for user %s", user_key(message.from_user.id))
         await message.reply(texts.turn_failed)
         return
     started = time.perf_counter()

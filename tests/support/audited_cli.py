@@ -24,7 +24,7 @@ def main() -> int:
     report, separator, *argv = sys.argv[1:]
     assert separator == "--"
     sys.addaudithook(audit)
-    from graphs.cli import main as topica
+    from cli.main import main as topica
 
     status = topica(argv)
     with open(report, "w", encoding="utf-8") as handle:

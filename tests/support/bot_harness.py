@@ -18,7 +18,7 @@ from typing import Any
 from aiogram import Dispatcher
 
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling
-from graphs.deps import Deps
+from core.deps import Deps
 from tests.support.bot_api_server import FakeBotAPI, FakeUser
 
 

@@ -13,19 +13,20 @@ import signal
 import sys
 from pathlib import Path
 
-from graphs.archive import memory_thread, store_messages
-from graphs.context import MemoryContext
-from graphs.deps import build_deps, durable_checkpointer
+from app.memory import memory_thread
+from core.context import MemoryContext
+from core.settings import Settings
 from graphs.memory import build_memory_graph
-from graphs.settings import Settings
-from stores.sessions import read_session
+from stores.checkpoints import durable_checkpointer
+from stores.saved_sessions import read_session
+from stores.services import build_deps
 
 USER_ID = 1
 
 
 async def main(data_dir: Path, session: Path, kill_after: str) -> None:
     deps = build_deps(Settings(data_dir=data_dir))
-    await store_messages(deps, USER_ID, read_session(session))
+    deps.indexer.store_messages(USER_ID, read_session(session))
     context = MemoryContext.from_settings(deps.settings, user_id=USER_ID, archive_all=True)
     async with durable_checkpointer(deps.settings) as checkpointer:
         graph = build_memory_graph(deps).compile(checkpointer=checkpointer)

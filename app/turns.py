@@ -1,0 +1,159 @@
+"""Running user turns: `topica ask` (one turn) and `topica chat` (a terminal session).
+
+A turn stores the user's message first, so nothing the user said is lost whatever
+happens next; the response graph then answers and stores the answer. The chat loop
+runs the memory graph after every turn; its triggers decide whether anything is
+archived yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from uuid import uuid4
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from app.memory import archive_user
+from app.views import turn_result
+from core.callbacks import LLMUsage
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage, parse_timestamp
+from core.tracing import run_config, user_key
+from graphs.response import build_response_graph
+
+T = TypeVar("T")
+
+NEW_SEGMENT_COMMAND = "/new"
+QUIT_COMMAND = "/quit"
+NEW_SEGMENT_REPLY = "Started a new conversation. / Начат новый разговор."
+
+
+def compile_response_graph(
+    deps: Deps, checkpointer: BaseCheckpointSaver | None = None
+) -> CompiledStateGraph:
+    return build_response_graph(deps).compile(checkpointer=checkpointer, name="response")
+
+
+async def store_user_message(
+    deps: Deps, user_id: int, text: str, external_id: str, created_at: str
+) -> int:
+    """Store the turn's message (once per external id) and return its row id."""
+    message = NewMessage(external_id=external_id, role="user", content=text, created_at=created_at)
+    rows = await asyncio.to_thread(deps.indexer.store_messages, user_id, [message])
+    if rows:
+        return rows[0]["id"]
+    stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
+    assert stored is not None, "a message that was not added is stored already"
+    return stored["id"]
+
+
+async def answer_stored(
+    graph: CompiledStateGraph,
+    deps: Deps,
+    user_id: int,
+    message_id: int,
+    text: str,
+    *,
+    external_id: str,
+    now_iso: str | None = None,
+    parts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run the compiled response graph on a stored message; the turn's result.
+
+    `text` is what the turn answers (the message, or a group of quick messages ending
+    with it); `parts` are its media as LangChain content blocks, which the responder sees
+    with the text (the memory-only path, having no model, works from the text alone)."""
+    usage = LLMUsage()
+    config = run_config("response", user_id)
+    # One thread per turn (its messages channel must not pile up across turns), named
+    # after the user's pseudonym and a digest of the message id, never the raw ids.
+    turn = hashlib.sha256(external_id.encode()).hexdigest()[:16]
+    config["configurable"]["thread_id"] = f"response-{user_key(user_id)}-{turn}"
+    config["callbacks"] = [*config["callbacks"], usage]
+    context = ResponseContext.from_settings(deps.settings, user_id=user_id, now_iso=now_iso)
+    turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
+    if parts:
+        turn_input["parts"] = parts
+    state = await graph.ainvoke(turn_input, config, context=context)
+    return await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
+
+
+async def answer_turn(
+    graph: CompiledStateGraph,
+    deps: Deps,
+    user_id: int,
+    text: str,
+    *,
+    now_iso: str | None = None,
+    external_id: str | None = None,
+    parts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Store the message, then answer it with the compiled response graph."""
+    moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
+    stamp = moment.isoformat(timespec="seconds")
+    external_id = external_id or f"turn-{uuid4().hex}"
+    message_id = await store_user_message(deps, user_id, text, external_id, stamp)
+    return await answer_stored(
+        graph, deps, user_id, message_id, text, external_id=external_id, now_iso=stamp, parts=parts
+    )
+
+
+async def run_turn(
+    deps: Deps,
+    user_id: int,
+    text: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    now_iso: str | None = None,
+    external_id: str | None = None,
+) -> dict[str, Any]:
+    """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
+    "llm_calls"}`. The message is stored under `external_id` (a fresh `turn-…` id if None);
+    with a checkpointer, the run is checkpointed on a thread of its own."""
+    graph = compile_response_graph(deps, checkpointer)
+    return await answer_turn(graph, deps, user_id, text, now_iso=now_iso, external_id=external_id)
+
+
+async def _resolved(value: T | Awaitable[T]) -> T:
+    """Callers may hand in plain or async callables."""
+    return await value if inspect.isawaitable(value) else value
+
+
+async def chat_session(
+    deps: Deps,
+    user_id: int,
+    read_line: Callable[[], str | Awaitable[str | None] | None],
+    write: Callable[[str], Awaitable[None] | None],
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> None:
+    """An interactive conversation: one turn per line until `/quit` or end of input.
+
+    `read_line` returns the next line, or None at the end of input; blank lines are
+    skipped. `/new` starts a new conversation segment. After every answer the memory
+    graph runs with its ordinary triggers (inactivity, size), as the bot's worker does.
+    """
+    graph = compile_response_graph(deps, checkpointer)
+    while True:
+        line = await _resolved(read_line())
+        if line is None:
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text == QUIT_COMMAND:
+            return
+        if text == NEW_SEGMENT_COMMAND:
+            await asyncio.to_thread(deps.store.sessions.start_new_segment, user_id)
+            await _resolved(write(NEW_SEGMENT_REPLY))
+            continue
+        result = await answer_turn(graph, deps, user_id, text)
+        await _resolved(write(result["answer"]))
+        await archive_user(deps, user_id, checkpointer=checkpointer)

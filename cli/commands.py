@@ -1,0 +1,229 @@
+"""The `topica` subcommands: each parses its own arguments and calls application services."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from app.memory import ingest
+from app.turns import chat_session, run_turn
+from app.views import export_user, topic_view
+from cli.output import console, out, print_json, show_ingest, show_turn, topics_table
+from core.deps import Deps
+from core.state import MemoryState
+from stores.checkpoints import durable_checkpointer
+from stores.saved_sessions import read_session
+
+
+class CommandError(Exception):
+    """A problem to report as one line and exit 2."""
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One `topica NAME …`: its help, the shared options it takes, its own arguments."""
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace, Deps], Awaitable[None]]
+    options: tuple[str, ...] = ("common",)
+    """Shared option groups: `common` (--data-dir, -v), `user` (--user), `json` (--json)."""
+    configure: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+
+
+async def ingest_file(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict:
+    messages = read_session(path)
+    status = None if as_json else console.status(f"Storing {len(messages)} messages…")
+    chunks = 0
+
+    def progress(state: MemoryState) -> None:
+        nonlocal chunks
+        chunks += 1
+        if status:
+            status.update(
+                f"Archived chunk {chunks}: {len(state['chunk'])} messages → "
+                f"{len(state['saved_topic_ids'])} topics (split by {state['split_by']})"
+            )
+
+    if status:
+        status.start()
+    try:
+        async with durable_checkpointer(deps.settings) as checkpointer:
+            return await ingest(
+                deps, messages, user_id, checkpointer=checkpointer, on_chunk=progress
+            )
+    finally:
+        if status:
+            status.stop()
+
+
+async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
+    result = await ingest_file(deps, Path(args.file), args.user, args.json)
+    if args.json:
+        print_json(result)
+    else:
+        show_ingest(result, Path(args.file))
+
+
+async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
+    topics = await asyncio.to_thread(deps.store.topics.all_of, args.user)
+    views = await asyncio.to_thread(topic_view, deps, args.user, topics)
+    if args.json:
+        print_json(views)
+    else:
+        out.print(topics_table(views, f"Topics of user {args.user}"))
+
+
+async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
+    print_json(await asyncio.to_thread(export_user, deps, args.user))
+
+
+async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
+    if not args.question.strip():
+        raise CommandError("the question is empty")
+    async with durable_checkpointer(deps.settings) as checkpointer:
+        result = await run_turn(deps, args.user, args.question, checkpointer=checkpointer)
+    if args.json:
+        print_json(result)
+    else:
+        show_turn(args.question, result)
+
+
+async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
+    def read_line() -> str | None:
+        try:
+            return input("you> ")
+        except EOFError:
+            return None
+
+    async def read() -> str | None:
+        return await asyncio.to_thread(read_line)
+
+    def write(answer: str) -> None:
+        out.print(f"[bold green]topica>[/] {answer}")
+
+    out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
+    async with durable_checkpointer(deps.settings) as checkpointer:
+        await chat_session(deps, args.user, read, write, checkpointer=checkpointer)
+
+
+DEMO_QUESTIONS = (
+    "Что сказал ветеринар про Марципана?",
+    "What shoes did I buy for the half-marathon?",
+    "В каком ресторане будем праздновать юбилей мамы?",
+)
+
+
+async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
+    session = resources.files("graphs") / "examples" / "demo_session.jsonl"
+    with resources.as_file(session) as path:
+        out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
+        result = await ingest_file(deps, path, args.user, False)
+        show_ingest(result, path)
+        out.rule("[bold]Recall[/]: three questions, answered from memory")
+        async with durable_checkpointer(deps.settings) as checkpointer:
+            for question in DEMO_QUESTIONS:
+                turn = await run_turn(deps, args.user, question, checkpointer=checkpointer)
+                show_turn(question, turn)
+
+
+async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
+    from bench.eval_locomo import eval_locomo
+    from bench.report import show_eval
+
+    if not args.data.is_file():
+        raise CommandError(f"{args.data}: no such file")
+    result = await eval_locomo(
+        args.data,
+        args.conversations.split(",") if args.conversations else None,
+        args.budget,
+        [int(k) for k in args.k.split(",")],
+        args.out,
+        deps.settings,
+        console=None if args.json else console,
+    )
+    if args.json:
+        print_json(result)
+    else:
+        show_eval(result, out)
+
+
+async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
+    from bench.scale import bench_search, show_bench
+
+    result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
+    if args.json:
+        print_json(result)
+    else:
+        show_bench(result, out)
+
+
+def configure_locomo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+    parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
+    parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
+    parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
+
+
+def configure_bench_search(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
+    parser.add_argument("--out", type=Path, help="write the table and the plot here")
+
+
+COMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "ingest",
+        "store a saved session and archive it",
+        cmd_ingest,
+        ("common", "user", "json"),
+        lambda parser: parser.add_argument("file", help="JSONL session file"),
+    ),
+    Subcommand("topics", "list a user's topics", cmd_topics, ("common", "user", "json")),
+    Subcommand("export", "all memory of a user as JSON", cmd_export, ("common", "user")),
+    Subcommand(
+        "ask",
+        "one turn: recall and answer, stored",
+        cmd_ask,
+        ("common", "user", "json"),
+        lambda parser: parser.add_argument("question", help="the user's message"),
+    ),
+    Subcommand("chat", "an interactive session in the terminal", cmd_chat, ("common", "user")),
+    Subcommand(
+        "demo",
+        "ingest the bundled example session (temporary data)",
+        cmd_demo,
+        ("common", "user"),
+    ),
+)
+
+GROUPS: dict[str, tuple[str, tuple[Subcommand, ...]]] = {
+    "eval": (
+        "retrieval evaluation",
+        (
+            Subcommand(
+                "locomo",
+                "LoCoMo recall at a token budget, with baselines",
+                cmd_eval_locomo,
+                ("common", "json"),
+                configure_locomo,
+            ),
+        ),
+    ),
+    "bench": (
+        "speed and memory",
+        (
+            Subcommand(
+                "search",
+                "search latency at scale, against brute force",
+                cmd_bench_search,
+                ("common", "json"),
+                configure_bench_search,
+            ),
+        ),
+    ),
+}

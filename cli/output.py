@@ -1,0 +1,77 @@
+"""What the command line prints: tables and progress for people, JSON for machines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(stderr=True)
+"""Progress and errors (stderr)."""
+out = Console(soft_wrap=True)
+"""Results (stdout)."""
+
+
+def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, show_lines=False, expand=True)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("messages", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("summary", ratio=1)
+    for view in views:
+        table.add_row(
+            str(view["id"]),
+            f"{view['start_msg_id']}…{view['end_msg_id']}",
+            str(view["message_count"]),
+            view["first_message_at"][:10],
+            view["summary"],
+        )
+    return table
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def show_ingest(result: dict[str, Any], path: Path) -> None:
+    out.print(topics_table(result["topics"], f"Topics from {path.name}"))
+    merges = len(result["merges"])
+    out.print(
+        f"[bold]{result['messages']}[/] messages ({result['new_messages']} new) in "
+        f"{result['chunks']} chunks → [bold]{len(result['topics'])}[/] topics, "
+        f"{merges} merged, {len(result['uncovered'])} uncovered; "
+        f"splitter: {result['llm'] or 'embeddings (no LLM configured)'}; "
+        f"facts: {result['facts_status'] or 'nothing new'}"
+        + (f" ({result['facts_reason']})" if result["facts_reason"] else "")
+    )
+
+
+def show_turn(question: str, result: dict[str, Any]) -> None:
+    out.print(f"[bold cyan]?[/] {question}")
+    table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("topic", justify="right", no_wrap=True)
+    table.add_column("messages", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("why", ratio=1)
+    for rank, topic in enumerate(result["topics"], start=1):
+        table.add_row(
+            str(rank),
+            str(topic["id"]),
+            f"{topic['start_msg_id']}…{topic['end_msg_id']}",
+            f"{topic['score']:.3f}",
+            topic["reason"],
+        )
+    out.print(table)
+    fallback = f"; reranker fallback: {result['fallback']}" if result["fallback"] else ""
+    out.print(
+        f"[dim]{result['context_tokens']} context tokens, {result['llm_calls']} LLM calls"
+        f"{fallback}[/]"
+    )
+    out.print(result["answer"])
+    out.print()

@@ -1,0 +1,102 @@
+"""Per-run settings passed to graphs with `context_schema=` and read from `runtime.context`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.settings import Settings
+
+
+@dataclass(kw_only=True)
+class MemoryContext:
+    """One memory-graph run: whose messages, and the archival thresholds (seed 000)."""
+
+    user_id: int
+    archive_all: bool = False
+    """Archive every unarchived message now (saved sessions), not only stale chunks."""
+    chunk_interval_s: float = 3600.0
+    max_chunk_size: int = 400
+    split_threshold_chars: int = 25_000
+    consolidation_similarity_threshold: float = 0.85
+    max_merged_size_chars: int = 50_000
+    consolidation_batch_size: int = 10
+    now_ts: float | None = None
+    """The clock for staleness; None means the wall clock."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, user_id: int, **overrides) -> MemoryContext:
+        values = {
+            "chunk_interval_s": settings.chunk_interval.total_seconds(),
+            "max_chunk_size": settings.max_chunk_size,
+            "split_threshold_chars": settings.split_threshold_chars,
+            "consolidation_similarity_threshold": settings.consolidation_similarity_threshold,
+            "max_merged_size_chars": settings.max_merged_size_chars,
+            "consolidation_batch_size": settings.consolidation_batch_size,
+        }
+        values.update(overrides)
+        return cls(user_id=user_id, **values)
+
+
+@dataclass(kw_only=True)
+class ResponseContext:
+    """One user turn: whose memory, retrieval thresholds, reranker limits and token budgets."""
+
+    user_id: int
+    now_iso: str | None = None
+    """The turn's date and time (ISO-8601); None means the wall clock."""
+
+    # Retrieval (seed 000) and fusion (seed 004).
+    topics_threshold: float = 0.60
+    retrieved_topics_count: int = 50
+    rrf_k: int = 60
+
+    # Reranker limits (seed 001).
+    rerank_max_topics: int = 5
+    rerank_max_people: int = 10
+    rerank_max_tool_calls: int = 3
+    rerank_timeout_s: float = 10.0
+    excerpt_threshold_chars: int = 25_000
+
+    # Hybrid search beyond the topic vectors: message hits vote for their topics.
+    message_hits_count: int = 50
+    """Length of each message-level ranked list (vectors, full text) in the fusion."""
+    fact_candidates_count: int = 10
+    facts_threshold: float = 0.35
+    people_candidates_count: int = 20
+    people_threshold: float = 0.30
+
+    # Context assembly (seeds 002-004): the session window and one token budget per layer.
+    sliding_window_messages: int = 20
+    summary_refresh_messages: int = 20
+    """The rolling summary is rewritten once this many messages have left the window."""
+    system_budget_tokens: int = 1_000
+    """The system prompt with the date and the core identity facts."""
+    summary_budget_tokens: int = 500
+    auto_rag_budget_tokens: int = 400
+    topics_budget_tokens: int = 8_000
+    people_budget_tokens: int = 500
+    facts_budget_tokens: int = 500
+    window_budget_tokens: int = 3_000
+    """The sliding window; the auto-RAG block is taken out of it (seed 004)."""
+    current_message_budget_tokens: int = 4_000
+
+    # Auto-RAG over the current segment (seed 004).
+    auto_rag_top_k: int = 3
+    auto_rag_search_limit: int = 20
+    auto_rag_min_similarity: float = 0.30
+    """Cosine to the current message below which a hit is not relevant (local USE scale)."""
+    auto_rag_min_message_tokens: int = 10
+    """Shorter messages ("ok", "thanks") are never recalled."""
+
+    # The responder's tool loop (seed 002).
+    max_tool_iterations: int = 5
+    """Tool rounds before the synthesis turn, which has the tools switched off."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, user_id: int, **overrides) -> ResponseContext:
+        values = {
+            "topics_threshold": settings.topics_threshold,
+            "retrieved_topics_count": settings.retrieved_topics_count,
+        }
+        values.update(overrides)
+        return cls(user_id=user_id, **values)

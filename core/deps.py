@@ -1,0 +1,27 @@
+"""The dependency container: the heavy services every node factory receives.
+
+Stores, the vector index, the embedder, the indexer and chat models are built once per
+process (`stores.services.build_deps`) and injected into node factories; they never travel in
+graph state or in the run `Context`. Their types are the contracts in `core.ports`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.models import ModelRegistry
+from core.ports import Embedder, Indexer, Store, VectorIndex
+from core.settings import Settings
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    store: Store
+    vectors: VectorIndex
+    embedder: Embedder
+    indexer: Indexer
+    models: ModelRegistry
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,15 @@
+"""Errors that cross layers: what the stores refuse, and a vector store out of reach."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """A request the store refuses (unknown id, id of another user, bad value)."""
+
+
+class VectorStoreUnavailable(ConnectionError):
+    """The vector store cannot be reached (a Chroma server that is down, say)."""
+
+
+class ConfigurationError(Exception):
+    """Settings a command cannot work with (a bot without a token, say)."""

@@ -1,0 +1,97 @@
+"""Row shapes that cross the store boundary.
+
+They are plain TypedDicts so that graph state holding them stays JSON/msgpack
+serialisable for the checkpointer. They carry no user id: every read is already
+scoped to one user, and rows travel into traces and checkpoints, where users
+appear only as a hash (core/tracing.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+Role = Literal["user", "assistant"]
+FactType = Literal["identity", "context", "status"]
+
+
+class NewMessage(TypedDict):
+    """A message as it arrives (from a session file, the bot or the CLI)."""
+
+    external_id: str
+    role: Role
+    content: str
+    created_at: str
+    author: NotRequired[str | None]
+
+
+class MessageRow(TypedDict):
+    id: int
+    seq: int
+    external_id: str
+    role: Role
+    author: str | None
+    content: str
+    created_at: str
+    ts: float
+    topic_id: int | None
+    segment: int
+
+
+class TopicRow(TypedDict):
+    id: int
+    summary: str
+    start_msg_id: int
+    end_msg_id: int
+    size_chars: int
+    message_count: int
+    first_message_at: str
+    last_message_at: str
+    facts_extracted: bool
+    consolidation_checked: bool
+    created_at: str
+
+
+class FactRow(TypedDict):
+    id: int
+    type: FactType
+    content: str
+    importance: int
+    topic_id: int | None
+    created_at: str
+    updated_at: str
+
+
+class PersonRow(TypedDict):
+    id: int
+    name: str
+    aliases: list[str]
+    username: str | None
+    circle: str | None
+    bio: str | None
+    created_at: str
+    updated_at: str
+
+
+class SessionSummaryRow(TypedDict):
+    """The rolling summary of a segment's messages first_seq..last_seq (seed 003)."""
+
+    user_id: int
+    segment: int
+    first_seq: int
+    last_seq: int
+    summary: str
+    written_by: Literal["llm", "extractive"]
+    updated_at: str
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def parse_timestamp(value: str) -> datetime:
+    """ISO-8601 to an aware datetime; a naive time is taken as UTC."""
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

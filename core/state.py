@@ -1,0 +1,249 @@
+"""Graph state types. Plain TypedDicts of JSON-friendly values, so checkpoints stay portable."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, NotRequired, TypeVar
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from core.fallbacks import (
+    EnrichFallback,
+    FactsFallback,
+    MergeFallback,
+    RerankFallback,
+    RespondFallback,
+    SplitFallback,
+    SummaryFallback,
+)
+from core.records import FactType, MessageRow
+
+
+class TopicProposal(TypedDict):
+    """A topic as the splitter proposes it: a summary and a message range."""
+
+    summary: str
+    start_msg_id: int
+    end_msg_id: int
+
+
+class TopicDraft(TypedDict):
+    """A validated topic: its summary and exactly the chunk messages it holds."""
+
+    summary: str
+    message_ids: list[int]
+
+
+class CoverageReport(TypedDict):
+    clamped: int
+    overlaps_resolved: int
+    uncovered: list[int]
+    oversized_split: int
+    empty_summaries: int
+    unknown_ids: int
+
+
+class MergeRecord(TypedDict):
+    source_id: int
+    target_id: int
+    similarity: float
+    reason: str
+    decided_by: Literal["llm", "rule"]
+
+
+class FactsReport(TypedDict):
+    status: Literal["done", "skipped", "failed"]
+    reason: FactsFallback | None
+    """Why facts were not (all) extracted: the Archivist's fallback reason."""
+    topics: list[int]
+    added: int
+    updated: int
+    deleted: int
+    people_added: int
+    people_updated: int
+    people_merged: int
+    waiting: NotRequired[int]
+    """Topics still waiting for their facts after a deferred run."""
+
+
+class MemoryInput(TypedDict):
+    """Nothing to fill in: whose messages and how eagerly is the run's Context."""
+
+
+class MemoryState(TypedDict):
+    """One memory-graph run over one chunk of a user's unarchived messages.
+
+    Every key is overwritten by the node that owns it (no accumulating
+    reducers), so a per-user thread can run chunk after chunk.
+    """
+
+    chunk: NotRequired[list[MessageRow]]
+    facts_pending: NotRequired[bool]
+    """No chunk is ready, but topics wait for fact extraction."""
+    proposals: NotRequired[list[TopicProposal]]
+    split_by: NotRequired[Literal["llm", "embeddings"]]
+    split_fallback: NotRequired[SplitFallback | None]
+    drafts: NotRequired[list[TopicDraft]]
+    coverage: NotRequired[CoverageReport]
+    topic_vectors: NotRequired[list[list[float]]]
+    saved_topic_ids: NotRequired[list[int]]
+    merges: NotRequired[list[MergeRecord]]
+    merge_fallback: NotRequired[MergeFallback | None]
+    facts: NotRequired[FactsReport]
+
+
+class TopicCandidate(TypedDict):
+    """A topic found by hybrid search, as the reranker sees it."""
+
+    id: int
+    summary: str
+    date: str
+    """First message's date, YYYY-MM-DD."""
+    message_count: int
+    size_chars: int
+    score: float
+    """Fused (RRF) score; candidates are ordered by it, best first."""
+    vector_score: float | None
+    """Cosine similarity to the query, when the vector search found it."""
+
+
+class PersonCandidate(TypedDict):
+    id: int
+    name: str
+    description: str
+    score: float
+
+
+class SelectedTopic(TypedDict):
+    id: int
+    reason: str
+    excerpt: str | None
+    score: float
+
+
+class SelectedPerson(TypedDict):
+    id: int
+    reason: str
+
+
+class FactCandidate(TypedDict):
+    """A fact of the user found by vector search for this turn."""
+
+    id: int
+    content: str
+    type: FactType
+    importance: int
+    score: float
+    """Cosine similarity to the query."""
+
+
+T = TypeVar("T")
+
+
+def latest(_current: T, new: T) -> T:
+    """Reducer of a channel that one node owns: its newest write replaces the old value."""
+    return new
+
+
+class ResponseInput(TypedDict):
+    """One user turn as the caller hands it over: the message is already stored."""
+
+    text: str
+    message_id: NotRequired[int | None]
+    """The stored row of `text`, kept out of the window and auto-RAG; None if not stored."""
+    parts: NotRequired[list[dict]]
+    """Media of the message as LangChain content blocks (`{"type": "image"|"audio",
+    "base64", "mime_type"}`), sent to the responder with the text."""
+
+
+class ResponseState(ResponseInput, total=False):
+    """One run of the response graph. `assemble` resets the responder's conversation and
+    loop counters, so a per-user thread can run turn after turn."""
+
+    query: str
+    """The search query: the enricher's rewrite, or the raw text."""
+    enrich_fallback: EnrichFallback | None
+    candidates: Annotated[list[TopicCandidate], latest]
+    people_candidates: Annotated[list[PersonCandidate], latest]
+    fact_candidates: Annotated[list[FactCandidate], latest]
+    message_hits: Annotated[list[list[int]], latest]
+    """Message ids hit by full-text (BM25) search, best first, one list per query."""
+    selected_topics: Annotated[list[SelectedTopic], latest]
+    selected_people: Annotated[list[SelectedPerson], latest]
+    rerank_fallback: RerankFallback | None
+    rerank_dropped_ids: int
+    rerank_llm_calls: int
+    session_summary: str | None
+    """The rolling summary of the segment's messages before the window, if it needs one."""
+    summary_fallback: SummaryFallback | None
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The responder's conversation: the assembled context, then replies and tool results."""
+    context_layers: dict[str, int]
+    """Tokens of each context layer that was included, in assembly order."""
+    context_tokens: int
+    tool_rounds: int
+    empty_replies: int
+    respond_fallback: RespondFallback | None
+    respond_error: str | None
+    answer: str
+    answered_by: Literal["responder", "synthesis", "memory"]
+    sanitized: Annotated[list[str], latest]
+    """Artefacts finalize removed from the answer (seed 002's anomaly log)."""
+
+
+# -- the reranker subgraph (seed 001) ----------------------------------------
+
+
+class TopicPick(TypedDict):
+    id: int
+    reason: str
+    excerpt: str | None
+
+
+class PersonPick(TypedDict):
+    id: int
+    reason: str
+
+
+class RerankAnswer(TypedDict):
+    """The model's final JSON, parsed but not yet checked against the candidates."""
+
+    topics: list[TopicPick]
+    people: list[PersonPick]
+
+
+class RerankInput(TypedDict):
+    query: str
+    """The contextualised search query (the enricher's output, or the raw text)."""
+    user_message: str
+    """The user's current message(s), verbatim: excerpts answer this, not the query."""
+    profile: NotRequired[Annotated[list[str], latest]]
+    """Key facts about the user."""
+    candidates: Annotated[list[TopicCandidate], latest]
+    """Topic candidates from hybrid search, best fused score first."""
+    people_candidates: NotRequired[Annotated[list[PersonCandidate], latest]]
+
+
+class RerankOutput(TypedDict):
+    selected_topics: Annotated[list[SelectedTopic], latest]
+    selected_people: Annotated[list[SelectedPerson], latest]
+    rerank_fallback: RerankFallback | None
+    """Why the model's own choice was not used; None when it was."""
+    rerank_dropped_ids: int
+    """Ids the model named that were not candidates (hallucinated or foreign)."""
+    rerank_llm_calls: int
+
+
+class RerankState(RerankInput, RerankOutput, total=False):
+    """One reranker run. `prepare` resets every internal key (`messages` included), so a
+    thread can run turn after turn; every other key is overwritten by the node that owns it."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    started_at: float
+    """`time.monotonic()` at `prepare`: the start of the shared time budget."""
+    requested_ids: Annotated[list[int], latest]
+    """Topic ids the model asked to load, in the order asked, across all tool calls."""
+    tool_calls: int
+    """Model replies that called the tool (parallel calls in one reply count once)."""
+    answer: RerankAnswer

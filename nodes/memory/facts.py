@@ -1,0 +1,228 @@
+"""Extract facts: the Archivist agent turns finished topics into fact and people updates.
+
+search (known facts and people) → extract (the model) → diff (validated actions) →
+apply (store + vectors). Facts are never invented: without a model, or when the model
+fails on a topic, the graph takes the `defer_facts` edge with the reason, and the
+topics it could not read stay marked "facts not extracted", so a later run with a
+working model catches up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from core.context import MemoryContext
+from core.deps import Deps
+from core.errors import StoreError, VectorStoreUnavailable
+from core.fallbacks import AgentFallback
+from core.records import FactRow, FactType
+from core.state import FactsReport, MemoryState
+from core.text import clip, person_text, short_time, transcript
+from core.tracing import user_key
+from nodes.shared.agent import call_agent_json
+from prompts import archivist as prompt
+
+log = logging.getLogger(__name__)
+
+CONVERSATION_CHARS = 24_000
+
+
+class FactAction(BaseModel):
+    action: Literal["add", "update", "delete"]
+    id: int | None = None
+    type: FactType = "context"
+    content: str = ""
+    importance: int = Field(default=50, ge=0, le=100)
+    reason: str | None = None
+
+
+class PersonAction(BaseModel):
+    action: Literal["add", "update", "merge"]
+    id: int | None = None
+    merge_into: int | None = None
+    name: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    username: str | None = None
+    circle: str | None = None
+    bio: str | None = None
+
+
+class ArchivistOutput(BaseModel):
+    facts: list[FactAction] = Field(default_factory=list)
+    people: list[PersonAction] = Field(default_factory=list)
+
+
+def fact_text(fact: FactRow) -> str:
+    return f"[{fact['id']}] ({fact['type']}, {fact['importance']}) {fact['content']}"
+
+
+def make_extract_facts(deps: Deps):
+    store = deps.store
+
+    async def apply(
+        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+    ) -> None:
+        await asyncio.to_thread(apply_and_mark, user_id, topic_id, output, report)
+        # The reply is applied for good; indexing may fail (a vector store that is down)
+        # and is then caught up from the vector queue, never by asking the Archivist again.
+        try:
+            await asyncio.to_thread(deps.indexer.index, user_id, "facts")
+            await asyncio.to_thread(deps.indexer.index, user_id, "people")
+        except VectorStoreUnavailable as error:
+            log.warning("user %s: facts stored, indexing postponed: %s", user_key(user_id), error)
+
+    def apply_and_mark(
+        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+    ) -> None:
+        """The reply's actions and the topic's facts_extracted flag, in one transaction."""
+        with store.atomic():
+            apply_actions(user_id, topic_id, output, report)
+            store.topics.mark_facts_extracted(user_id, [topic_id])
+
+    def apply_actions(
+        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+    ) -> None:
+        """Apply validated actions to the store; refused ones (other users' ids) are logged."""
+        known = {fact["content"].casefold() for fact in store.facts.all_of(user_id)}
+        for action in output.facts:
+            try:
+                if action.action == "add" and action.content.strip():
+                    if action.content.strip().casefold() in known:
+                        continue
+                    fact = store.facts.add(
+                        user_id,
+                        action.content,
+                        action.type,
+                        action.importance,
+                        topic_id,
+                        action.reason,
+                    )
+                    known.add(fact["content"].casefold())
+                    report["added"] += 1
+                elif action.action == "update" and action.id is not None:
+                    store.facts.update(
+                        user_id,
+                        action.id,
+                        content=action.content or None,
+                        importance=action.importance,
+                        fact_type=action.type,
+                        reason=action.reason,
+                        topic_id=topic_id,
+                    )
+                    report["updated"] += 1
+                elif action.action == "delete" and action.id is not None:
+                    store.facts.delete(user_id, action.id, action.reason, topic_id)
+                    report["deleted"] += 1
+            except StoreError as error:  # an id of another user or a bad value: refused, logged
+                log.warning("user %s: archivist fact action refused: %s", user_key(user_id), error)
+        for action in output.people:
+            try:
+                if action.action == "add" and action.name.strip():
+                    store.people.add(
+                        user_id,
+                        action.name,
+                        action.aliases,
+                        action.username,
+                        action.circle,
+                        action.bio,
+                    )
+                    report["people_added"] += 1
+                elif action.action == "update" and action.id is not None:
+                    store.people.update(
+                        user_id,
+                        action.id,
+                        name=action.name or None,
+                        aliases=action.aliases,
+                        username=action.username,
+                        circle=action.circle,
+                        bio=action.bio,
+                    )
+                    report["people_updated"] += 1
+                elif action.action == "merge" and action.id is not None and action.merge_into:
+                    store.people.merge(user_id, action.id, action.merge_into)
+                    report["people_merged"] += 1
+            except StoreError as error:
+                log.warning(
+                    "user %s: archivist person action refused: %s", user_key(user_id), error
+                )
+
+    async def extract_facts(
+        state: MemoryState, runtime: Runtime[MemoryContext]
+    ) -> Command[Literal["defer_facts", "__end__"]]:
+        user_id = runtime.context.user_id
+        topics = await asyncio.to_thread(
+            store.topics.without_facts, user_id, runtime.context.consolidation_batch_size
+        )
+        report = FactsReport(
+            status="done",
+            reason=None,
+            topics=[topic["id"] for topic in topics],
+            added=0,
+            updated=0,
+            deleted=0,
+            people_added=0,
+            people_updated=0,
+            people_merged=0,
+        )
+        fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
+        for topic in topics if fallback is None else []:
+            messages = await asyncio.to_thread(store.messages.of_topic, user_id, topic["id"])
+            facts = await asyncio.to_thread(store.facts.all_of, user_id)
+            people = await asyncio.to_thread(store.people.all_of, user_id)
+            request = [
+                SystemMessage(prompt.SYSTEM),
+                HumanMessage(
+                    prompt.USER.format(
+                        facts="\n".join(map(fact_text, facts)) or "(none)",
+                        people="\n".join(person_text(p, with_id=True) for p in people) or "(none)",
+                        topic_id=topic["id"],
+                        date=short_time(topic["first_message_at"]),
+                        conversation=clip(transcript(messages), CONVERSATION_CHARS),
+                    )
+                ),
+            ]
+            result = await call_agent_json(
+                deps.models, "archivist", request, ArchivistOutput, user_id=user_id
+            )
+            if isinstance(result, AgentFallback):
+                # This topic stays unextracted and is retried by a later run; the others
+                # still get their turn.
+                fallback = fallback or result
+                continue
+            await apply(user_id, topic["id"], output=result.value, report=report)
+        if fallback is not None:
+            report.update(status="skipped" if fallback.reason == "no_model" else "failed")
+            report["reason"] = fallback.reason
+            return Command(goto="defer_facts", update={"facts": report})
+        return Command(goto=END, update={"facts": report})
+
+    return extract_facts
+
+
+def make_defer_facts(deps: Deps):
+    async def defer_facts(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
+        """The Archivist's non-LLM path: no fact is invented; the topics it could not read
+        keep their "facts not extracted" mark and wait for a run with a working model."""
+        user_id = runtime.context.user_id
+        waiting = await asyncio.to_thread(
+            deps.store.topics.without_facts, user_id, runtime.context.consolidation_batch_size
+        )
+        report = FactsReport(**state["facts"])
+        report["waiting"] = len(waiting)
+        log.info(
+            "user %s: facts deferred (%s); %d topic(s) wait",
+            user_key(user_id),
+            report["reason"],
+            len(waiting),
+        )
+        return {"facts": report}
+
+    return defer_facts

@@ -1,0 +1,78 @@
+"""Split: the Splitter agent proposes topics; without a model (or when it fails) the
+graph takes the `segment` edge to the embedding-based splitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from core.context import MemoryContext
+from core.deps import Deps
+from core.fallbacks import AgentFallback
+from core.state import MemoryState, TopicProposal
+from core.text import transcript
+from nodes.memory.segmentation import segment_conversation
+from nodes.shared.agent import call_agent_json
+from prompts import splitter as prompt
+
+
+class SplitterTopic(BaseModel):
+    summary: str
+    start_msg_id: int
+    end_msg_id: int
+
+
+class SplitterOutput(BaseModel):
+    topics: list[SplitterTopic] = Field(min_length=1)
+    stragglers: list[int] = Field(default_factory=list)
+
+
+def make_split(deps: Deps):
+    async def split(
+        state: MemoryState, runtime: Runtime[MemoryContext]
+    ) -> Command[Literal["validate", "segment"]]:
+        user_id = runtime.context.user_id
+        chunk = state["chunk"]
+        facts = await asyncio.to_thread(deps.store.facts.core, user_id)
+        request = [
+            SystemMessage(prompt.SYSTEM),
+            HumanMessage(
+                prompt.USER.format(
+                    profile="\n".join(f"- {fact['content']}" for fact in facts) or "(nothing yet)",
+                    first_id=chunk[0]["id"],
+                    last_id=chunk[-1]["id"],
+                    count=len(chunk),
+                    conversation=transcript(chunk, with_ids=True),
+                )
+            ),
+        ]
+        result = await call_agent_json(
+            deps.models, "splitter", request, SplitterOutput, user_id=user_id
+        )
+        if isinstance(result, AgentFallback):
+            return Command(goto="segment", update={"split_fallback": result.reason})
+        proposals = [TopicProposal(**topic.model_dump()) for topic in result.value.topics]
+        return Command(
+            goto="validate",
+            update={"proposals": proposals, "split_by": "llm", "split_fallback": None},
+        )
+
+    return split
+
+
+def make_segment(deps: Deps):
+    async def segment(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
+        chunk = state["chunk"]
+        vectors = await asyncio.to_thread(
+            deps.embedder.encode, [message["content"] for message in chunk]
+        )
+        proposals = await asyncio.to_thread(segment_conversation, chunk, vectors)
+        return {"proposals": proposals, "split_by": "embeddings"}
+
+    return segment

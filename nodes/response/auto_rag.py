@@ -1,0 +1,66 @@
+"""Auto-RAG (seed 004): messages from earlier in the current segment relevant to this one.
+
+Hybrid search over the segment's messages (vectors and BM25, fused by RRF), without the
+messages the context already shows (the sliding window, the recalled topics). A hit
+counts only when its cosine to the current message reaches `auto_rag_min_similarity`
+and it is not a short "ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The
+caller skips all this while the segment is no longer than the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import MessageRow
+from nodes.response.search import rrf_scores
+from nodes.shared.budget import tokens
+
+
+def relevant_earlier_messages(
+    deps: Deps,
+    context: ResponseContext,
+    text: str,
+    segment: int,
+    exclude_ids: Collection[int],
+    exclude_topic_ids: Collection[int] = (),
+) -> list[MessageRow]:
+    """Up to `auto_rag_top_k` earlier messages of `segment` relevant to `text`, best first.
+
+    `exclude_ids` are the messages already in the context (the window, the current one);
+    messages of `exclude_topic_ids` are there too, inside the recalled topics.
+    """
+    user_id, limit = context.user_id, context.auto_rag_search_limit
+    vector = deps.embedder.encode_query(text)
+    vector_hits = deps.vectors.query("messages", user_id, vector, limit, where={"segment": segment})
+    text_hits = deps.store.messages.search(user_id, text, limit, segment=segment)
+    scores = rrf_scores(
+        [
+            [i for i, _ in vector_hits if i not in exclude_ids],
+            [i for i, _ in text_hits if i not in exclude_ids],
+        ],
+        context.rrf_k,
+    )
+    if not scores:
+        return []
+    similarity = dict(vector_hits)
+    unscored = [i for i in scores if i not in similarity]
+    for message_id, other in deps.vectors.vectors("messages", user_id, unscored).items():
+        similarity[message_id] = float(np.dot(vector, other))
+    rows = {row["id"]: row for row in deps.store.messages.by_ids(user_id, list(scores))}
+    picked: list[MessageRow] = []
+    for message_id in sorted(scores, key=lambda i: -scores[i]):
+        row = rows.get(message_id)
+        if row is None or row["topic_id"] in exclude_topic_ids:
+            continue
+        if similarity.get(message_id, 0.0) < context.auto_rag_min_similarity:
+            continue
+        if tokens(row["content"]) < context.auto_rag_min_message_tokens:
+            continue
+        picked.append(row)
+        if len(picked) == context.auto_rag_top_k:
+            break
+    return picked

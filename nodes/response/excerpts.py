@@ -1,0 +1,141 @@
+"""Which messages of the recalled topics to show when they do not all fit the budget.
+
+A recalled topic is a whole stretch of conversation, while the answer usually sits in a
+few of its messages. When the topics' content is larger than the room the context gives
+them, each message is scored by Reciprocal Rank Fusion of three signals, and the best
+ones are kept (shown per topic, in conversation order):
+
+- its topic's rank among the recalled topics (`1 / (k + topic rank)` for every message
+  of the topic: the search's and the reranker's judgement of the stretch as a whole);
+- its rank in each full-text (BM25) message list of the turn's queries
+  (`1 / (k + hit rank)`), the lists the search already fused into the topic ranking;
+- a share (`NEIGHBOUR_WEIGHT`) of the vote of a top-`NEIGHBOUR_HITS` hit right before or
+  after it in the topic: in a dialogue the message that matches the question's words is
+  often the question, and the answer is the reply next to it.
+
+The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
+a few exact matches are worth more than context around them.
+
+On LoCoMo (`topica eval locomo`) the neighbours' share is what lifted recall at 2000
+tokens above BM25 on every conversation, and the lead what kept it above BM25 at 250
+and 500 tokens; see README "Evaluation".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from core.ports import Store
+from core.records import MessageRow
+from core.text import transcript
+from nodes.response.topic_content import EXCERPT_LABEL, topic_header
+
+NEIGHBOUR_HITS = 20
+"""Hits at or above this rank in a full-text list lend their neighbours a share."""
+NEIGHBOUR_WEIGHT = 0.7
+"""The share of a hit's vote given to the message before it and the message after it."""
+LEAD_HITS = 3
+"""How many of the best full-text hits lead the ranking."""
+
+
+def rank_topic_messages(
+    topics: Sequence[tuple[int, Sequence[int]]],
+    hit_lists: Sequence[Sequence[int]],
+    k: int,
+    *,
+    lead: int = LEAD_HITS,
+) -> list[tuple[int, int]]:
+    """(topic id, message id) for every message of `topics`, most relevant first.
+
+    `topics` are (topic id, its message ids in conversation order), best topic first;
+    `hit_lists` are ranked message-id lists (full-text hits per query); ids outside the
+    topics are ignored. The first `lead` are the topics' best hits (by rank, then list
+    order); the rest go by fused score, ties by topic rank, then conversation order.
+    """
+    score: dict[int, float] = defaultdict(float)
+    place: dict[int, tuple[int, int]] = {}
+    for topic_rank, (_, message_ids) in enumerate(topics, start=1):
+        for index, message_id in enumerate(message_ids):
+            place.setdefault(message_id, (topic_rank - 1, index))
+            score[message_id] += 1.0 / (k + topic_rank)
+    for hits in hit_lists:
+        for hit_rank, message_id in enumerate(hits, start=1):
+            if message_id not in place:
+                continue
+            vote = 1.0 / (k + hit_rank)
+            score[message_id] += vote
+            if hit_rank > NEIGHBOUR_HITS:
+                continue
+            topic_index, index = place[message_id]
+            members = topics[topic_index][1]
+            for neighbour in (index - 1, index + 1):
+                if 0 <= neighbour < len(members):
+                    score[members[neighbour]] += NEIGHBOUR_WEIGHT * vote
+    best_hits = sorted(
+        (rank, index, message_id)
+        for index, hits in enumerate(hit_lists)
+        for rank, message_id in enumerate(hits)
+        if message_id in place
+    )
+    leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
+    rest = sorted(
+        set(place) - set(leading), key=lambda message_id: (-score[message_id], place[message_id])
+    )
+    ranked = leading + rest
+    return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
+
+
+def relevant_excerpts(
+    store: Store,
+    user_id: int,
+    topic_ids: Sequence[int],
+    hit_lists: Sequence[Sequence[int]],
+    max_chars: int,
+    k: int,
+    *,
+    given: Mapping[int, str] | None = None,
+) -> tuple[list[int], dict[int, str]]:
+    """The user's topics among `topic_ids` cut to their most relevant messages.
+
+    Returns the topics that keep something (in the given order) and an excerpt for each
+    topic shown in part; topics absent from the excerpts are shown whole. A topic with
+    an excerpt in `given` (the reranker's) keeps it and takes its room first. Ids of
+    other users' topics (and unknown ids) are skipped.
+    """
+    given = dict(given or {})
+    header_chars = {
+        topic["id"]: len(topic_header(topic))
+        for topic in store.topics.by_ids(user_id, list(dict.fromkeys(topic_ids)))
+    }
+    members: list[tuple[int, list[MessageRow]]] = []
+    used = 0
+    for topic_id in header_chars:
+        if topic_id in given:
+            used += header_chars[topic_id] + len(EXCERPT_LABEL) + len(given[topic_id]) + 4
+        else:
+            members.append((topic_id, store.messages.of_topic(user_id, topic_id)))
+    lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
+    ranked = rank_topic_messages(
+        [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
+        hit_lists,
+        k,
+    )
+    kept: dict[int, set[int]] = defaultdict(set)
+    for topic_id, message_id in ranked:
+        cost = len(lines[message_id]) + 1
+        if topic_id not in kept:
+            cost += header_chars[topic_id] + len(EXCERPT_LABEL) + 4
+        if used + cost > max_chars:
+            continue  # a shorter message further down may still fit
+        kept[topic_id].add(message_id)
+        used += cost
+    excerpts = dict(given)
+    for topic_id, messages in members:
+        chosen = kept.get(topic_id)
+        if chosen and len(chosen) < len(messages):
+            excerpts[topic_id] = "\n".join(
+                lines[message["id"]] for message in messages if message["id"] in chosen
+            )
+    shown = [t for t in header_chars if t in given or kept.get(t)]
+    return shown, excerpts

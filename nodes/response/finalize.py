@@ -1,0 +1,110 @@
+"""Finalize: sanitise the answer (seed 002) and store it as the assistant's message.
+
+Models sometimes leak control tokens (`</tool_code>`, `</s>`) or loop, printing JSON
+block after JSON block. Those artefacts are cut and named in `sanitized`; a run of three
+or more consecutive JSON code blocks is runaway output and is removed whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from uuid import uuid4
+
+from langgraph.runtime import Runtime
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.metrics import ANOMALIES
+from core.records import NewMessage
+from core.state import ResponseState
+from nodes.shared.clock import turn_moment
+
+ARTEFACTS = ("</tool_code>", "<tool_code>", "</s>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
+RUNAWAY_JSON_BLOCKS = 3
+ASSISTANT_NAME = "Topica"
+
+_CODE_BLOCK = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[ \t]*\n(?P<body>.*?)```", re.DOTALL)
+
+
+def _is_json_block(match: re.Match[str]) -> bool:
+    if match["lang"].lower() == "json":
+        return True
+    body = match["body"].strip()
+    if not body.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+def strip_runaway_json(text: str) -> tuple[str, int]:
+    """`text` without runs of 3+ JSON code blocks separated only by whitespace.
+
+    Returns the text and how many blocks were removed.
+    """
+    runs: list[list[re.Match[str]]] = []
+    for match in _CODE_BLOCK.finditer(text):
+        if not _is_json_block(match):
+            runs.append([])
+            continue
+        if runs and runs[-1] and not text[runs[-1][-1].end() : match.start()].strip():
+            runs[-1].append(match)
+        else:
+            runs.append([match])
+    removed = 0
+    for run in reversed([run for run in runs if len(run) >= RUNAWAY_JSON_BLOCKS]):
+        text = text[: run[0].start()] + text[run[-1].end() :]
+        removed += len(run)
+    return text, removed
+
+
+def sanitize(text: str) -> tuple[str, list[str]]:
+    """The answer without artefacts, and the names of the anomalies found."""
+    anomalies: list[str] = []
+    for artefact in ARTEFACTS:
+        if artefact in text:
+            text = text.replace(artefact, "")
+            anomalies.append(f"artefact {artefact}")
+    text, removed = strip_runaway_json(text)
+    if removed:
+        anomalies.append(f"runaway JSON ({removed} blocks)")
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return text, anomalies
+
+
+def reply_external_id(message_id: int | None) -> str:
+    """The stored answer's id: tied to the question's row, so a resumed run stores it once."""
+    return f"reply-to-{message_id}" if message_id is not None else f"reply-{uuid4().hex}"
+
+
+def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
+    """Seed 002's anomalies: empty replies, whether the retry rescued them, artefacts cut."""
+    empty = state.get("empty_replies", 0)
+    if empty:
+        ANOMALIES.labels(type="empty_response").inc(empty)
+        failed = state.get("respond_fallback") == "empty_reply"
+        ANOMALIES.labels(type="retry_failed" if failed else "retry_success").inc()
+    if sanitized:
+        ANOMALIES.labels(type="sanitized").inc()
+
+
+def make_finalize(deps: Deps):
+    async def finalize(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
+        context = runtime.context
+        answer, anomalies = sanitize(state.get("answer", ""))
+        reply = NewMessage(
+            external_id=reply_external_id(state.get("message_id")),
+            role="assistant",
+            content=answer,
+            created_at=turn_moment(context).isoformat(timespec="seconds"),
+            author=ASSISTANT_NAME,
+        )
+        await asyncio.to_thread(deps.indexer.store_messages, context.user_id, [reply])
+        count_anomalies(state, anomalies)
+        return {"answer": answer, "sanitized": anomalies}
+
+    return finalize

@@ -1,0 +1,303 @@
+"""Reranker nodes (seed 001): two model turns around `get_topics_content`, and the fallbacks.
+
+The nodes that talk to the model route with `Command`: what they observe (a tool call, the
+final JSON, an error, a timeout, a protocol violation) picks the edge, and a fallback edge
+carries its reason in `rerank_fallback`. The fallback nodes apply the seed's strategy for
+that reason. Every model call gets what is left of the run's `rerank_timeout_s` budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.fallbacks import AgentFallback, RerankFallback
+from core.metrics import (
+    RERANKER_CANDIDATES_IN,
+    RERANKER_CANDIDATES_OUT,
+    RERANKER_FALLBACKS,
+    RERANKER_SELECTED,
+)
+from core.state import RerankInput, RerankState, ResponseState
+from core.tracing import user_key
+from nodes.response.rerank_selection import (
+    Selection,
+    build_prompt,
+    content_calls,
+    owned_candidates,
+    parse_answer,
+    requested_selection,
+    requested_topic_ids,
+    select_answer,
+    vector_selection,
+)
+from nodes.response.topic_content import TOOL_NAME
+from nodes.shared.agent import JSON_MODE, AgentReply, call_agent, describe
+from nodes.shared.structured import LLMOutputError, message_text
+
+log = logging.getLogger(__name__)
+
+FORCED_TOOL_CHOICE = {"type": "function", "function": {"name": TOOL_NAME}}
+
+
+def remaining_budget(started_at: float, timeout_s: float, now: float) -> float:
+    return timeout_s - (now - started_at)
+
+
+async def ask_reranker(
+    deps: Deps,
+    state: RerankState,
+    context: ResponseContext,
+    bind: Callable[[BaseChatModel], Runnable],
+) -> AgentReply[AIMessage] | AgentFallback:
+    """One reranker turn within what is left of the run's time budget."""
+    left = remaining_budget(state["started_at"], context.rerank_timeout_s, time.monotonic())
+    if left <= 0:
+        return AgentFallback("timeout", "the reranker's time budget was spent")
+    return await call_agent(
+        deps.models,
+        "reranker",
+        state["messages"],
+        user_id=context.user_id,
+        parse=lambda reply: reply,
+        bind=bind,
+        timeout_s=left,
+    )
+
+
+def failure_reason(fallback: AgentFallback, *, after_tool: bool) -> RerankFallback:
+    if fallback.reason == "timeout":
+        return "timeout_after_tool" if after_tool else "timeout_before_tool"
+    return "api_error"
+
+
+def tool_call_update(state: RerankState, reply: AIMessage, tool_calls: int) -> dict:
+    return {
+        "requested_ids": [*state["requested_ids"], *requested_topic_ids(reply)],
+        "tool_calls": tool_calls,
+    }
+
+
+def make_prepare(deps: Deps):
+    async def prepare(
+        state: RerankState, runtime: Runtime[ResponseContext]
+    ) -> Command[Literal["request_content", "vector_fallback"]]:
+        started_at = time.monotonic()
+        context = runtime.context
+        offered_people = state.get("people_candidates") or []
+        candidates, people = await asyncio.to_thread(
+            owned_candidates, deps.store, context.user_id, state["candidates"], offered_people
+        )
+        ignored = len(state["candidates"]) - len(candidates) + len(offered_people) - len(people)
+        if ignored:
+            log.warning(
+                "user %s: reranker ignored %d foreign candidates",
+                user_key(context.user_id),
+                ignored,
+            )
+        fresh = {
+            "started_at": started_at,
+            "candidates": candidates,
+            "people_candidates": people,
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
+            "requested_ids": [],
+            "tool_calls": 0,
+            "rerank_llm_calls": 0,
+            "rerank_dropped_ids": 0,
+            "rerank_fallback": None,
+            "selected_topics": [],
+            "selected_people": [],
+        }
+        if not candidates:
+            reason: RerankFallback | None = "no_candidates"
+        elif deps.models.get("reranker") is None:
+            reason = "no_model"
+        else:
+            reason = None
+        if reason is not None:
+            return Command(goto="vector_fallback", update={**fresh, "rerank_fallback": reason})
+        prompt_messages = build_prompt(state, candidates, people, context)
+        return Command(
+            goto="request_content",
+            update={**fresh, "messages": [*fresh["messages"], *prompt_messages]},
+        )
+
+    return prepare
+
+
+def make_request_content(deps: Deps, content_tool: BaseTool):
+    """Turn 1: the model must call `get_topics_content` (tool_choice; no response_format,
+    which some providers refuse together with a forced tool)."""
+
+    def bind(model: BaseChatModel) -> Runnable:
+        return model.bind_tools([content_tool], tool_choice=FORCED_TOOL_CHOICE)
+
+    async def request_content(
+        state: RerankState, runtime: Runtime[ResponseContext]
+    ) -> Command[Literal["load_content", "vector_fallback"]]:
+        calls = state["rerank_llm_calls"] + 1
+        result = await ask_reranker(deps, state, runtime.context, bind)
+        if isinstance(result, AgentFallback):
+            reason = failure_reason(result, after_tool=False)
+            return Command(
+                goto="vector_fallback",
+                update={"rerank_fallback": reason, "rerank_llm_calls": calls},
+            )
+        reply = result.value
+        answered = {"messages": [reply], "rerank_llm_calls": calls}
+        if not content_calls(reply):
+            return Command(
+                goto="vector_fallback", update={**answered, "rerank_fallback": "protocol_violation"}
+            )
+        update = {**answered, **tool_call_update(state, reply, state["tool_calls"] + 1)}
+        return Command(goto="load_content", update=update)
+
+    return request_content
+
+
+def make_choose(deps: Deps, content_tool: BaseTool):
+    """Turn 2: the final JSON (response_format json_object). The tool stays bound, unforced,
+    so the model may load more content, up to `rerank_max_tool_calls` calls in all.
+
+    The tool is bound `strict`: with a response_format, ChatOpenAI sends the request through
+    the SDK's `parse`, which accepts strict function tools only.
+    """
+
+    def bind(model: BaseChatModel) -> Runnable:
+        return model.bind_tools([content_tool], strict=True).bind(response_format=JSON_MODE)
+
+    async def choose(
+        state: RerankState, runtime: Runtime[ResponseContext]
+    ) -> Command[Literal["finish", "load_content", "requested_fallback"]]:
+        context = runtime.context
+        calls = state["rerank_llm_calls"] + 1
+        result = await ask_reranker(deps, state, context, bind)
+        if isinstance(result, AgentFallback):
+            reason = failure_reason(result, after_tool=True)
+            return Command(
+                goto="requested_fallback",
+                update={"rerank_fallback": reason, "rerank_llm_calls": calls},
+            )
+        reply = result.value
+        answered = {"messages": [reply], "rerank_llm_calls": calls}
+        if content_calls(reply):
+            tool_calls = state["tool_calls"] + 1
+            if tool_calls > context.rerank_max_tool_calls:
+                return Command(
+                    goto="requested_fallback",
+                    update={**answered, "rerank_fallback": "tool_call_limit"},
+                )
+            update = {**answered, **tool_call_update(state, reply, tool_calls)}
+            return Command(goto="load_content", update=update)
+        try:
+            answer = parse_answer(message_text(reply))
+        except LLMOutputError as error:
+            log.warning(
+                "user %s: reranker invalid_json: %s", user_key(context.user_id), describe(error)
+            )
+            return Command(
+                goto="requested_fallback", update={**answered, "rerank_fallback": "invalid_json"}
+            )
+        return Command(goto="finish", update={**answered, "answer": answer})
+
+    return choose
+
+
+def selection_update(selection: Selection, fallback: RerankFallback | None) -> dict:
+    return {
+        "selected_topics": selection.topics,
+        "selected_people": selection.people,
+        "rerank_dropped_ids": selection.dropped_ids,
+        "rerank_fallback": fallback,
+    }
+
+
+async def finish(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
+    """Accept the model's choice, within the candidate sets and the limits."""
+    context = runtime.context
+    selection = select_answer(
+        state["answer"],
+        state["candidates"],
+        state.get("people_candidates") or [],
+        max_topics=context.rerank_max_topics,
+        max_people=context.rerank_max_people,
+        excerpt_threshold_chars=context.excerpt_threshold_chars,
+    )
+    if selection.dropped_ids:
+        log.info(
+            "user %s: reranker named %d unknown ids",
+            user_key(context.user_id),
+            selection.dropped_ids,
+        )
+    return selection_update(selection, None)
+
+
+async def vector_fallback(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
+    """Nothing from the model to go on: the search order decides."""
+    context = runtime.context
+    selection = vector_selection(
+        state["candidates"],
+        state.get("people_candidates") or [],
+        state["rerank_fallback"],
+        max_topics=context.rerank_max_topics,
+        max_people=context.rerank_max_people,
+    )
+    return selection_update(selection, state["rerank_fallback"])
+
+
+async def requested_fallback(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
+    """The model asked for content but gave no usable answer: what it asked for decides."""
+    context = runtime.context
+    selection = requested_selection(
+        state["requested_ids"],
+        state["candidates"],
+        state.get("people_candidates") or [],
+        state["rerank_fallback"],
+        max_topics=context.rerank_max_topics,
+        max_people=context.rerank_max_people,
+    )
+    return selection_update(selection, state["rerank_fallback"])
+
+
+def make_rerank(reranker: CompiledStateGraph, deps: Deps):
+    """The response graph's `rerank` node: the compiled subgraph on this turn's candidates,
+    its own state mapped explicitly."""
+
+    async def rerank(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
+        core_facts = await asyncio.to_thread(deps.store.facts.core, runtime.context.user_id)
+        request = RerankInput(
+            query=state["query"],
+            user_message=state["text"],
+            profile=[fact["content"] for fact in core_facts],
+            candidates=state.get("candidates") or [],
+            people_candidates=state.get("people_candidates") or [],
+        )
+        result = await reranker.ainvoke(request, context=runtime.context)
+        RERANKER_CANDIDATES_IN.observe(len(request["candidates"]))
+        RERANKER_CANDIDATES_OUT.observe(len(result["selected_topics"]))
+        RERANKER_SELECTED.observe(len(result["selected_topics"]))
+        if result["rerank_fallback"]:
+            RERANKER_FALLBACKS.labels(reason=result["rerank_fallback"]).inc()
+        return {
+            "selected_topics": result["selected_topics"],
+            "selected_people": result["selected_people"],
+            "rerank_fallback": result["rerank_fallback"],
+            "rerank_dropped_ids": result["rerank_dropped_ids"],
+            "rerank_llm_calls": result["rerank_llm_calls"],
+        }
+
+    return rerank

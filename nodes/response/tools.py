@@ -1,0 +1,160 @@
+"""The responder's tools (seed 002): search_history, manage_memory, get_topics_content.
+
+Every tool reads the user id from its `ToolRuntime` (the run's `ResponseContext`), never
+from the model's arguments: a model can only ever search or change the current user's
+memory. A refused request (a fact id of another user, a bad value) comes back to the
+model as a tool error it can read and correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Literal
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.prebuilt import ToolRuntime
+from pydantic import Field
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.errors import StoreError, VectorStoreUnavailable
+from core.records import FactRow, FactType
+from core.tracing import user_key
+from nodes.response.search import topic_candidates
+from nodes.response.topic_content import make_get_topics_content_tool, render_topics_content
+
+log = logging.getLogger(__name__)
+
+SEARCH_RESULT_CHARS = 12_000
+
+SEARCH_HISTORY_DESCRIPTION = (
+    "Search the user's whole archive of past conversations (all of them, not only this "
+    "one) and return the best matching topics with their content. Use it when the recalled "
+    "context does not answer the question; try other wordings or the other language."
+)
+MANAGE_MEMORY_DESCRIPTION = (
+    "Add, update or delete a lasting fact about the user. add: needs content (and fact_type, "
+    "importance 0-100). update: needs fact_id and what changes. delete: needs fact_id. "
+    "Fact ids are the [id] numbers in <user_profile> and <facts>."
+)
+
+
+def search_history_result(deps: Deps, context: ResponseContext, query: str) -> str:
+    """The top topics for `query` in search order (no enrichment, no reranking)."""
+    candidates = topic_candidates(deps, context, [query])[: context.rerank_max_topics]
+    if not candidates:
+        return f"Nothing in the archive matches: {query}"
+    listing = "\n".join(
+        f"[ID:{candidate['id']}] {candidate['date']} | {candidate['summary']}"
+        for candidate in candidates
+    )
+    content = render_topics_content(
+        deps.store,
+        context.user_id,
+        [candidate["id"] for candidate in candidates],
+        max_chars=SEARCH_RESULT_CHARS,
+    )
+    return f"Found {len(candidates)} topics:\n{listing}\n\n{content}"
+
+
+def make_search_history_tool(deps: Deps) -> BaseTool:
+    async def search_history(
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        runtime: ToolRuntime[ResponseContext],
+    ) -> str:
+        return await asyncio.to_thread(search_history_result, deps, runtime.context, query)
+
+    return StructuredTool.from_function(
+        coroutine=search_history,
+        name="search_history",
+        description=SEARCH_HISTORY_DESCRIPTION,
+    )
+
+
+def fact_line(fact: FactRow) -> str:
+    return f"[{fact['id']}] {fact['type']}, {fact['importance']}: {fact['content']}"
+
+
+def make_manage_memory_tool(deps: Deps) -> BaseTool:
+    store = deps.store
+
+    def apply(
+        user_id: int,
+        action: str,
+        fact_id: int | None,
+        content: str | None,
+        fact_type: FactType | None,
+        importance: int | None,
+        reason: str | None,
+    ) -> str:
+        if action == "add":
+            if not content or not content.strip():
+                raise ToolException("add needs the fact's content")
+            fact = store.facts.add(
+                user_id,
+                content,
+                fact_type or "context",
+                50 if importance is None else importance,
+                reason=reason,
+            )
+            result = f"Added fact {fact_line(fact)}"
+        elif fact_id is None:
+            raise ToolException(f"{action} needs fact_id")
+        elif action == "update":
+            fact = store.facts.update(
+                user_id,
+                fact_id,
+                content=content,
+                importance=importance,
+                fact_type=fact_type,
+                reason=reason,
+            )
+            result = f"Updated fact {fact_line(fact)}"
+        else:
+            fact = store.facts.delete(user_id, fact_id, reason=reason)
+            result = f"Deleted fact {fact_line(fact)}"
+        try:
+            deps.indexer.index(user_id, "facts")
+        except VectorStoreUnavailable as error:  # the queue keeps it for the next run
+            log.warning("user %s: fact indexing postponed: %s", user_key(user_id), error)
+        return result
+
+    async def manage_memory(
+        action: Literal["add", "update", "delete"],
+        runtime: ToolRuntime[ResponseContext],
+        fact_id: Annotated[int | None, Field(description="The fact's [id]; update/delete.")] = None,
+        content: Annotated[str | None, Field(description="The fact, one sentence.")] = None,
+        fact_type: Annotated[
+            FactType | None,
+            Field(description="identity (who the user is), context or status (temporary)."),
+        ] = None,
+        importance: Annotated[int | None, Field(ge=0, le=100)] = None,
+        reason: Annotated[str | None, Field(description="Why, in a few words.")] = None,
+    ) -> str:
+        user_id = runtime.context.user_id
+        try:
+            return await asyncio.to_thread(
+                apply, user_id, action, fact_id, content, fact_type, importance, reason
+            )
+        except StoreError as error:
+            raise ToolException(
+                f"manage_memory refused: {error}. Only this user's own facts can be changed; "
+                "use an [id] from <user_profile> or <facts>."
+            ) from error
+
+    return StructuredTool.from_function(
+        coroutine=manage_memory,
+        name="manage_memory",
+        description=MANAGE_MEMORY_DESCRIPTION,
+        handle_tool_error=True,
+    )
+
+
+def make_response_tools(deps: Deps) -> list[BaseTool]:
+    """The responder's tools, in the order the model sees them."""
+    return [
+        make_search_history_tool(deps),
+        make_manage_memory_tool(deps),
+        make_get_topics_content_tool(deps),
+    ]

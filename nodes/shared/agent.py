@@ -1,0 +1,119 @@
+"""One helper for every agent call: the model's reply, or a typed fallback.
+
+Each LLM node asks `call_agent` and gets back either an `AgentReply` (the model's message
+and what was parsed from it) or an `AgentFallback` (the reason and a short detail), never
+an exception for a provider's or a model's failure. The node then routes with `Command`
+to its non-LLM path on a labelled edge, with the reason in state (STYLE 16). The failure
+is logged here, once, with the user's pseudonym.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import httpx
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
+
+from core.fallbacks import AgentFallback
+from core.models import ModelRegistry
+from core.settings import AgentName
+from core.text import clip
+from core.tracing import user_key
+from nodes.shared.structured import (
+    EmptyReplyError,
+    LLMOutputError,
+    message_text,
+    parse_json_reply,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+ERROR_DETAIL_CHARS = 200
+JSON_MODE = {"type": "json_object"}
+
+
+@dataclass(frozen=True)
+class AgentReply(Generic[T]):
+    message: AIMessage
+    value: T
+
+
+def describe(error: BaseException) -> str:
+    """`TypeName: message`, the message clipped for a log line."""
+    return f"{type(error).__name__}: {clip(str(error), ERROR_DETAIL_CHARS)}"
+
+
+def is_timeout(error: BaseException) -> bool:
+    return isinstance(error, TimeoutError | openai.APITimeoutError | httpx.TimeoutException)
+
+
+def text_of(reply: AIMessage) -> str:
+    """The reply's text, stripped; raises `EmptyReplyError` when there is none."""
+    text = message_text(reply).strip()
+    if not text:
+        raise EmptyReplyError("empty reply")
+    return text
+
+
+Request = Sequence[BaseMessage] | Callable[[], Awaitable[Sequence[BaseMessage]]]
+"""The messages to send, or an async function building them (only called when the agent
+has a model, so the non-LLM path never pays for reading its material)."""
+
+
+async def call_agent(
+    models: ModelRegistry,
+    agent: AgentName,
+    request: Request,
+    *,
+    user_id: int,
+    parse: Callable[[AIMessage], T] = text_of,
+    bind: Callable[[BaseChatModel], Runnable] | None = None,
+    timeout_s: float | None = None,
+) -> AgentReply[T] | AgentFallback:
+    """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
+    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call."""
+    model = models.get(agent)
+    if model is None:
+        return AgentFallback("no_model")
+    runnable = bind(model) if bind is not None else model
+    messages = list(await request() if callable(request) else request)
+    try:
+        reply = await asyncio.wait_for(runnable.ainvoke(messages), timeout=timeout_s)
+        return AgentReply(reply, parse(reply))
+    except LLMOutputError as error:
+        reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
+        fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
+    except Exception as error:  # any provider failure becomes the agent's fallback edge
+        fallback = AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
+    log.warning("user %s: %s fell back: %s", user_key(user_id), agent, fallback)
+    return fallback
+
+
+async def call_agent_json(
+    models: ModelRegistry,
+    agent: AgentName,
+    request: Request,
+    schema: type[SchemaT],
+    *,
+    user_id: int,
+) -> AgentReply[SchemaT] | AgentFallback:
+    """`call_agent` in JSON mode, the reply validated against `schema`."""
+    return await call_agent(
+        models,
+        agent,
+        request,
+        user_id=user_id,
+        parse=lambda reply: parse_json_reply(message_text(reply), schema),
+        bind=lambda model: model.bind(response_format=JSON_MODE),
+    )

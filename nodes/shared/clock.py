@@ -1,0 +1,17 @@
+"""The turn's clock: `ResponseContext.now_iso` when a run fixes it, else the wall clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from core.context import ResponseContext
+from core.records import parse_timestamp
+
+
+def turn_moment(context: ResponseContext) -> datetime:
+    return parse_timestamp(context.now_iso) if context.now_iso else datetime.now(UTC)
+
+
+def prompt_date(moment: datetime) -> str:
+    """`2026-03-09 13:15 (Monday)`: what prompts show as today."""
+    return moment.strftime("%Y-%m-%d %H:%M (%A)")

@@ -1,0 +1,52 @@
+"""The relational store: messages, topics, facts (with history) and people in SQLite.
+
+One repository per entity over one shared connection (`Database`): `sessions` (users,
+segments, rolling summaries), `messages`, `topics`, `facts`, `people` and the
+`vector_queue` of records the vector index still lacks. Every public method takes the
+user id and every statement filters on it: one user's call can never read or change
+another user's rows. `atomic()` makes calls on several repositories one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from stores.relational.database import Database
+from stores.relational.facts import FactRepository
+from stores.relational.messages import MessageRepository
+from stores.relational.people import PeopleRepository
+from stores.relational.sessions import SessionRepository
+from stores.relational.topics import TopicRepository
+from stores.relational.vector_queue import VectorQueue
+
+
+class RelationalStore:
+    """SQLite persistence for one Topica installation (all users, strictly separated)."""
+
+    def __init__(self, path: Path | str, busy_timeout_s: float = 10.0) -> None:
+        self.db = Database(path, busy_timeout_s)
+        self.sessions = SessionRepository(self.db)
+        self.messages = MessageRepository(self.db)
+        self.topics = TopicRepository(self.db)
+        self.facts = FactRepository(self.db)
+        self.people = PeopleRepository(self.db)
+        self.vector_queue = VectorQueue(self.db)
+
+    @property
+    def path(self) -> str:
+        return self.db.path
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.schema_version
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make several repository calls one transaction: all of them happen, or none."""
+        with self.db.transaction():
+            yield
+
+    def close(self) -> None:
+        self.db.close()

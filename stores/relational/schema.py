@@ -1,0 +1,186 @@
+"""The relational schema: numbered migrations, applied in order, `PRAGMA user_version` the
+number of the last one applied."""
+
+from __future__ import annotations
+
+
+def _fts_with_user(table: str, column: str) -> str:
+    """Migration 4 for one full-text index: dropped and created again with `user_id`
+    indexed, rebuilt from `table`, its insert and delete triggers recreated."""
+    index = f"{table}_fts"
+    return f"""
+    DROP TRIGGER IF EXISTS {index}_insert;
+    DROP TRIGGER IF EXISTS {index}_delete;
+    DROP TRIGGER IF EXISTS {index}_update;
+    DROP TABLE {index};
+    CREATE VIRTUAL TABLE {index} USING fts5(
+        {column}, user_id, content='{table}', content_rowid='id',
+        tokenize="unicode61 remove_diacritics 2"
+    );
+    INSERT INTO {index}({index}) VALUES ('rebuild');
+    CREATE TRIGGER {index}_insert AFTER INSERT ON {table} BEGIN
+        INSERT INTO {index}(rowid, {column}, user_id)
+        VALUES (new.id, new.{column}, new.user_id);
+    END;
+    CREATE TRIGGER {index}_delete AFTER DELETE ON {table} BEGIN
+        INSERT INTO {index}({index}, rowid, {column}, user_id)
+        VALUES ('delete', old.id, old.{column}, old.user_id);
+    END;
+    """
+
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the whole first schema.
+    """
+    CREATE TABLE users (
+        user_id INTEGER PRIMARY KEY,
+        current_segment INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE topics (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        summary TEXT NOT NULL CHECK (length(trim(summary)) > 0),
+        start_msg_id INTEGER NOT NULL,
+        end_msg_id INTEGER NOT NULL,
+        size_chars INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        first_message_at TEXT NOT NULL,
+        last_message_at TEXT NOT NULL,
+        facts_extracted INTEGER NOT NULL DEFAULT 0,
+        consolidation_checked INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        CHECK (start_msg_id <= end_msg_id)
+    );
+    CREATE INDEX topics_user ON topics(user_id, start_msg_id);
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        external_id TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        author TEXT,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        ts REAL NOT NULL,
+        topic_id INTEGER REFERENCES topics(id) ON DELETE SET NULL,
+        segment INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (user_id, seq),
+        UNIQUE (user_id, external_id)
+    );
+    CREATE INDEX messages_unarchived ON messages(user_id, seq) WHERE topic_id IS NULL;
+    CREATE INDEX messages_topic ON messages(user_id, topic_id, seq);
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('identity', 'context', 'status')),
+        content TEXT NOT NULL CHECK (length(trim(content)) > 0),
+        importance INTEGER NOT NULL CHECK (importance BETWEEN 0 AND 100),
+        topic_id INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX facts_user ON facts(user_id);
+    CREATE TABLE fact_history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        fact_id INTEGER NOT NULL,
+        user_id INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN ('add', 'update', 'delete')),
+        old_content TEXT,
+        new_content TEXT,
+        old_importance INTEGER,
+        new_importance INTEGER,
+        reason TEXT,
+        topic_id INTEGER,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX fact_history_user ON fact_history(user_id, fact_id);
+    CREATE TABLE people (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        name TEXT NOT NULL CHECK (length(trim(name)) > 0),
+        aliases TEXT NOT NULL DEFAULT '[]',
+        username TEXT,
+        circle TEXT,
+        bio TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX people_user ON people(user_id);
+
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, user_id UNINDEXED, content='messages', content_rowid='id',
+        tokenize="unicode61 remove_diacritics 2"
+    );
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content, user_id)
+        VALUES (new.id, new.content, new.user_id);
+    END;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, user_id)
+        VALUES ('delete', old.id, old.content, old.user_id);
+    END;
+    CREATE VIRTUAL TABLE topics_fts USING fts5(
+        summary, user_id UNINDEXED, content='topics', content_rowid='id',
+        tokenize="unicode61 remove_diacritics 2"
+    );
+    CREATE TRIGGER topics_fts_insert AFTER INSERT ON topics BEGIN
+        INSERT INTO topics_fts(rowid, summary, user_id)
+        VALUES (new.id, new.summary, new.user_id);
+    END;
+    CREATE TRIGGER topics_fts_delete AFTER DELETE ON topics BEGIN
+        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
+        VALUES ('delete', old.id, old.summary, old.user_id);
+    END;
+    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
+        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
+        VALUES ('delete', old.id, old.summary, old.user_id);
+        INSERT INTO topics_fts(rowid, summary, user_id)
+        VALUES (new.id, new.summary, new.user_id);
+    END;
+    """,
+    # 2: the rolling summary of each conversation segment (seed 003).
+    """
+    CREATE TABLE session_summaries (
+        user_id INTEGER NOT NULL,
+        segment INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        summary TEXT NOT NULL,
+        written_by TEXT NOT NULL CHECK (written_by IN ('llm', 'extractive')),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, segment),
+        CHECK (first_seq <= last_seq)
+    );
+    """,
+    # 3: records whose vector is not (yet) in the vector index. Written in the same
+    # transaction as the record and cleared after the upsert, so a vector store that
+    # was down never leaves a record unsearchable for good (graphs/archive.reindex_pending).
+    """
+    CREATE TABLE vector_pending (
+        user_id INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('topics', 'facts', 'people', 'messages')),
+        record_id INTEGER NOT NULL,
+        PRIMARY KEY (user_id, kind, record_id)
+    );
+    INSERT INTO vector_pending (user_id, kind, record_id)
+        SELECT user_id, 'messages', id FROM messages;
+    INSERT INTO vector_pending (user_id, kind, record_id)
+        SELECT user_id, 'topics', id FROM topics;
+    """,
+    # 4: the full-text indexes index user_id too, so a search scores only the user's
+    # matches (`user_id : N AND content : (...)`) instead of every user's and then
+    # filtering: message search 5.2 -> 1.7 ms for a user with 624 messages in a store
+    # of 75,000 (the one user holding 60,000 pays 11 -> 15 ms). Rebuilt from their
+    # content tables (1.3 s for that store); the triggers are unchanged.
+    _fts_with_user("messages", "content")
+    + _fts_with_user("topics", "summary")
+    + """
+    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
+        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
+        VALUES ('delete', old.id, old.summary, old.user_id);
+        INSERT INTO topics_fts(rowid, summary, user_id)
+        VALUES (new.id, new.summary, new.user_id);
+    END;
+    """,
+)

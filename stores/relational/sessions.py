@@ -1,0 +1,73 @@
+"""Users, their conversation segments (`/new`) and each segment's rolling summary (seed 003)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.errors import StoreError
+from core.records import SessionSummaryRow, now_iso
+from stores.relational.database import Database
+from stores.relational.rows import ensure_user
+
+
+class SessionRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def current_segment(self, user_id: int) -> int:
+        rows = self._db.rows("SELECT current_segment FROM users WHERE user_id = ?", (user_id,))
+        return rows[0][0] if rows else 0
+
+    def start_new_segment(self, user_id: int) -> int:
+        """`/new`: later messages belong to a fresh conversation segment."""
+        with self._db.transaction() as db:
+            ensure_user(db, user_id)
+            db.execute(
+                "UPDATE users SET current_segment = current_segment + 1 WHERE user_id = ?",
+                (user_id,),
+            )
+            return db.execute(
+                "SELECT current_segment FROM users WHERE user_id = ?", (user_id,)
+            ).fetchone()[0]
+
+    def user_ids(self) -> list[int]:
+        return [row[0] for row in self._db.rows("SELECT user_id FROM users ORDER BY user_id")]
+
+    def summary(self, user_id: int, segment: int) -> SessionSummaryRow | None:
+        """The rolling summary of a segment's older messages, if one was written."""
+        rows = self._db.rows(
+            "SELECT * FROM session_summaries WHERE user_id = ? AND segment = ?",
+            (user_id, segment),
+        )
+        return SessionSummaryRow(**dict(rows[0])) if rows else None
+
+    def save_summary(
+        self,
+        user_id: int,
+        segment: int,
+        first_seq: int,
+        last_seq: int,
+        summary: str,
+        written_by: Literal["llm", "extractive"],
+    ) -> SessionSummaryRow:
+        """Replace the segment's rolling summary (it covers messages first_seq..last_seq)."""
+        if not summary.strip():
+            raise StoreError("a session summary needs content")
+        row = SessionSummaryRow(
+            user_id=user_id,
+            segment=segment,
+            first_seq=first_seq,
+            last_seq=last_seq,
+            summary=summary.strip(),
+            written_by=written_by,
+            updated_at=now_iso(),
+        )
+        with self._db.transaction() as db:
+            ensure_user(db, user_id)
+            db.execute(
+                "INSERT OR REPLACE INTO session_summaries (user_id, segment, first_seq, "
+                "last_seq, summary, written_by, updated_at) VALUES (:user_id, :segment, "
+                ":first_seq, :last_seq, :summary, :written_by, :updated_at)",
+                row,
+            )
+        return row
