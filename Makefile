@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test test-fast lint format bench clean
 
 # The virtual environment is rebuilt whenever the lock file changes.
 $(STAMP): requirements.lock pyproject.toml
@@ -20,6 +20,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

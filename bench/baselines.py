@@ -61,29 +61,10 @@ def message_unit(corpus: Corpus, external_id: str) -> Unit:
     return Unit(key=external_id, message_ids=(external_id,))
 
 
-class MessageRag:
-    name = "message_rag"
-    uses_embedder = True
-    ranked = True
+class MessageLevel:
+    """A baseline that ranks single messages: each message is its own unit."""
 
-    async def prepare(self, corpus: Corpus) -> None:
-        return None
-
-    def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
-        return {i: i for i in corpus.order}
-
-    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
-        deps = corpus.deps
-        vector = deps.embedder.encode_query(question)
-        hits = await asyncio.to_thread(
-            deps.vectors.query, "messages", corpus.user_id, vector, len(corpus.order)
-        )
-        ids = corpus.externals([row_id for row_id, _ in hits])
-        return Retrieval([message_unit(corpus, i) for i in ids])
-
-
-class Bm25:
-    name = "bm25"
+    name = "messages"
     uses_embedder = False
     ranked = True
 
@@ -93,12 +74,38 @@ class Bm25:
     def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
         return {i: i for i in corpus.order}
 
+    async def hits(self, corpus: Corpus, question: str) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
     async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
-        hits = await asyncio.to_thread(
-            corpus.deps.store.messages.search, corpus.user_id, question, len(corpus.order)
-        )
+        hits = await self.hits(corpus, question)
         ids = corpus.externals([row_id for row_id, _ in hits])
         return Retrieval([message_unit(corpus, i) for i in ids])
+
+
+class MessageRag(MessageLevel):
+    """Vector search over all messages."""
+
+    name = "message_rag"
+    uses_embedder = True
+
+    async def hits(self, corpus: Corpus, question: str) -> list[tuple[int, float]]:
+        deps = corpus.deps
+        vector = deps.embedder.encode_query(question)
+        return await asyncio.to_thread(
+            deps.vectors.query, "messages", corpus.user_id, vector, len(corpus.order)
+        )
+
+
+class Bm25(MessageLevel):
+    """BM25 (SQLite FTS5) over all messages."""
+
+    name = "bm25"
+
+    async def hits(self, corpus: Corpus, question: str) -> list[tuple[int, float]]:
+        return await asyncio.to_thread(
+            corpus.deps.store.messages.search, corpus.user_id, question, len(corpus.order)
+        )
 
 
 class SessionRetrieval:
@@ -139,13 +146,11 @@ class SessionRetrieval:
         return Retrieval([self._units[i] for i in np.argsort(-scores, kind="stable")])
 
 
-class FullContext:
-    name = "full_context"
-    uses_embedder = False
-    ranked = False
+class FullContext(MessageLevel):
+    """The newest messages of the whole conversation, as much as the budget holds."""
 
-    async def prepare(self, corpus: Corpus) -> None:
-        return None
+    name = "full_context"
+    ranked = False
 
     def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
         return {i: "conversation" for i in corpus.order}

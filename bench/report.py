@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,52 +202,53 @@ def category_table(result: dict[str, Any]) -> str:
     )
 
 
-def plot_recall(result: dict[str, Any], path: Path) -> None:
+def save_plot(draw: Callable[[Any], str], path: Path, size: tuple[float, float]) -> None:
+    """Draw on fresh axes (`draw` returns the title) and save as PNG, headless."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(8, 5))
-    for name, m in result["methods"].items():
-        budgets = [int(b) for b in m["recall_all_by_budget"]]
-        values = [m["recall_all_by_budget"][str(b)] for b in budgets]
-        axes.plot(budgets, values, marker="o", label=label(name))
-    axes.set_xscale("log", base=2)
-    axes.set_xticks(result["budgets"], [str(b) for b in result["budgets"]])
-    axes.set_xlabel("context budget (tokens)")
-    axes.set_ylabel("recall_all (every evidence turn in context)")
-    axes.set_ylim(0, 1)
-    axes.grid(alpha=0.3)
-    axes.axvline(result["budget"], color="grey", linestyle=":", linewidth=1)
+    figure, axes = plt.subplots(figsize=size)
+    axes.set_title(draw(axes))
     axes.legend()
-    axes.set_title("LoCoMo: evidence recall against the context budget")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def plot_recall(result: dict[str, Any], path: Path) -> None:
+    def draw(axes: Any) -> str:
+        for name, m in result["methods"].items():
+            budgets = [int(b) for b in m["recall_all_by_budget"]]
+            values = [m["recall_all_by_budget"][str(b)] for b in budgets]
+            axes.plot(budgets, values, marker="o", label=label(name))
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(result["budgets"], [str(b) for b in result["budgets"]])
+        axes.set_xlabel("context budget (tokens)")
+        axes.set_ylabel("recall_all (every evidence turn in context)")
+        axes.set_ylim(0, 1)
+        axes.grid(alpha=0.3)
+        axes.axvline(result["budget"], color="grey", linestyle=":", linewidth=1)
+        return "LoCoMo: evidence recall against the context budget"
+
+    save_plot(draw, path, (8, 5))
 
 
 def plot_latency(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    def draw(axes: Any) -> str:
+        names = list(result["methods"])
+        p50 = [result["methods"][n]["p50_ms"] or 0 for n in names]
+        p95 = [result["methods"][n]["p95_ms"] or 0 for n in names]
+        positions = range(len(names))
+        axes.bar([p - 0.2 for p in positions], p50, width=0.4, label="p50")
+        axes.bar([p + 0.2 for p in positions], p95, width=0.4, label="p95")
+        axes.set_xticks(list(positions), [label(n) for n in names], rotation=20, ha="right")
+        axes.set_ylabel("retrieval latency per question (ms)")
+        axes.grid(axis="y", alpha=0.3)
+        return "LoCoMo: retrieval latency"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(result["methods"])
-    p50 = [result["methods"][n]["p50_ms"] or 0 for n in names]
-    p95 = [result["methods"][n]["p95_ms"] or 0 for n in names]
-    positions = range(len(names))
-    figure, axes = plt.subplots(figsize=(8, 4.5))
-    axes.bar([p - 0.2 for p in positions], p50, width=0.4, label="p50")
-    axes.bar([p + 0.2 for p in positions], p95, width=0.4, label="p95")
-    axes.set_xticks(list(positions), [label(n) for n in names], rotation=20, ha="right")
-    axes.set_ylabel("retrieval latency per question (ms)")
-    axes.grid(axis="y", alpha=0.3)
-    axes.legend()
-    axes.set_title("LoCoMo: retrieval latency")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_plot(draw, path, (8, 4.5))
 
 
 def write_report(result: dict[str, Any], out: Path) -> None:

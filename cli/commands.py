@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -23,16 +23,49 @@ class CommandError(Exception):
     """A problem to report as one line and exit 2."""
 
 
+Run = Callable[[argparse.Namespace, Deps], Awaitable[None]]
+
+
+def no_arguments(parser: argparse.ArgumentParser) -> None:
+    """A subcommand with only the shared options."""
+
+
 @dataclass(frozen=True)
 class Subcommand:
-    """One `topica NAME …`: its help, the shared options it takes, its own arguments."""
+    """One `topica NAME …` (or `topica GROUP NAME …`): its help, the shared options it
+    takes, its own arguments."""
 
     name: str
     help: str
-    run: Callable[[argparse.Namespace, Deps], Awaitable[None]]
+    run: Run
     options: tuple[str, ...] = ("common",)
     """Shared option groups: `common` (--data-dir, -v), `user` (--user), `json` (--json)."""
-    configure: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+    configure: Callable[[argparse.ArgumentParser], None] = no_arguments
+    group: str | None = None
+
+
+COMMANDS: list[Subcommand] = []
+GROUPS = {"eval": "retrieval evaluation", "bench": "speed and memory"}
+
+
+def subcommand(
+    name: str,
+    *options: str,
+    configure: Callable[[argparse.ArgumentParser], None] = no_arguments,
+    group: str | None = None,
+) -> Callable[[Run], Run]:
+    """Register the decorated coroutine as `topica [GROUP] NAME`; its docstring is the help."""
+
+    def register(run: Run) -> Run:
+        help_text = (run.__doc__ or "").strip()
+        COMMANDS.append(Subcommand(name, help_text, run, ("common", *options), configure, group))
+        return run
+
+    return register
+
+
+def positional(name: str, help: str) -> Callable[[argparse.ArgumentParser], None]:
+    return lambda parser: parser.add_argument(name, help=help)
 
 
 async def ingest_file(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict:
@@ -61,7 +94,9 @@ async def ingest_file(deps: Deps, path: Path, user_id: int, as_json: bool) -> di
             status.stop()
 
 
+@subcommand("ingest", "user", "json", configure=positional("file", "JSONL session file"))
 async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
+    """store a saved session and archive it"""
     result = await ingest_file(deps, Path(args.file), args.user, args.json)
     if args.json:
         print_json(result)
@@ -69,7 +104,9 @@ async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
         show_ingest(result, Path(args.file))
 
 
+@subcommand("topics", "user", "json")
 async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
+    """list a user's topics"""
     topics = await asyncio.to_thread(deps.store.topics.all_of, args.user)
     views = await asyncio.to_thread(topic_view, deps, args.user, topics)
     if args.json:
@@ -78,11 +115,15 @@ async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
         out.print(topics_table(views, f"Topics of user {args.user}"))
 
 
+@subcommand("export", "user")
 async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
+    """all memory of a user as JSON"""
     print_json(await asyncio.to_thread(export_user, deps, args.user))
 
 
+@subcommand("ask", "user", "json", configure=positional("question", "the user's message"))
 async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
+    """one turn: recall and answer, stored"""
     if not args.question.strip():
         raise CommandError("the question is empty")
     async with durable_checkpointer(deps.settings) as checkpointer:
@@ -93,7 +134,10 @@ async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
         show_turn(args.question, result)
 
 
+@subcommand("chat", "user")
 async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
+    """an interactive session in the terminal"""
+
     def read_line() -> str | None:
         try:
             return input("you> ")
@@ -118,7 +162,9 @@ DEMO_QUESTIONS = (
 )
 
 
+@subcommand("demo", "user")
 async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
+    """ingest the bundled example session (temporary data)"""
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
@@ -131,7 +177,17 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
                 show_turn(question, turn)
 
 
+def locomo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+    parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
+    parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
+    parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
+
+
+@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
 async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
+    """LoCoMo recall at a token budget, with baselines"""
     from bench.eval_locomo import eval_locomo
     from bench.report import show_eval
 
@@ -152,7 +208,14 @@ async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
         show_eval(result, out)
 
 
+def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
+    parser.add_argument("--out", type=Path, help="write the table and the plot here")
+
+
+@subcommand("search", "json", configure=bench_search_arguments, group="bench")
 async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
+    """search latency at scale, against brute force"""
     from bench.scale import bench_search, show_bench
 
     result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
@@ -160,70 +223,3 @@ async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
         print_json(result)
     else:
         show_bench(result, out)
-
-
-def configure_locomo(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
-    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
-    parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
-    parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
-    parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
-
-
-def configure_bench_search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
-    parser.add_argument("--out", type=Path, help="write the table and the plot here")
-
-
-COMMANDS: tuple[Subcommand, ...] = (
-    Subcommand(
-        "ingest",
-        "store a saved session and archive it",
-        cmd_ingest,
-        ("common", "user", "json"),
-        lambda parser: parser.add_argument("file", help="JSONL session file"),
-    ),
-    Subcommand("topics", "list a user's topics", cmd_topics, ("common", "user", "json")),
-    Subcommand("export", "all memory of a user as JSON", cmd_export, ("common", "user")),
-    Subcommand(
-        "ask",
-        "one turn: recall and answer, stored",
-        cmd_ask,
-        ("common", "user", "json"),
-        lambda parser: parser.add_argument("question", help="the user's message"),
-    ),
-    Subcommand("chat", "an interactive session in the terminal", cmd_chat, ("common", "user")),
-    Subcommand(
-        "demo",
-        "ingest the bundled example session (temporary data)",
-        cmd_demo,
-        ("common", "user"),
-    ),
-)
-
-GROUPS: dict[str, tuple[str, tuple[Subcommand, ...]]] = {
-    "eval": (
-        "retrieval evaluation",
-        (
-            Subcommand(
-                "locomo",
-                "LoCoMo recall at a token budget, with baselines",
-                cmd_eval_locomo,
-                ("common", "json"),
-                configure_locomo,
-            ),
-        ),
-    ),
-    "bench": (
-        "speed and memory",
-        (
-            Subcommand(
-                "search",
-                "search latency at scale, against brute force",
-                cmd_bench_search,
-                ("common", "json"),
-                configure_bench_search,
-            ),
-        ),
-    ),
-}

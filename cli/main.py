@@ -64,14 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="topica", description="Topica: a chat assistant with long-term memory."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for command in (*COMMANDS, *plugin_commands()):
-        add(commands, command)
-    for group, (help_text, members) in GROUPS.items():
-        subcommands = commands.add_parser(group, help=help_text).add_subparsers(
-            dest="benchmark", required=True
+    every = [*COMMANDS, *plugin_commands()]
+    for command in every:
+        if command.group is None:
+            add(commands, command)
+    for group, help_text in GROUPS.items():
+        members = commands.add_parser(group, help=help_text).add_subparsers(
+            dest="subcommand", required=True
         )
-        for command in members:
-            add(subcommands, command)
+        for command in every:
+            if command.group == group:
+                add(members, command)
     return parser
 
 

@@ -1,44 +1,60 @@
-"""Per-run settings passed to graphs with `context_schema=` and read from `runtime.context`."""
+"""Per-run settings passed to graphs with `context_schema=` and read from `runtime.context`.
+
+A context field named like a setting takes its default from `Settings` and its value
+from the process's settings in `from_settings`, so each default is written once.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, Self
 
 from core.settings import Settings
 
+DEFAULTS = Settings.model_construct()
+"""The settings' defaults (no environment read)."""
+
+
+class FromSettings:
+    @classmethod
+    def from_settings(cls, settings: Settings, *, user_id: int, **overrides: Any) -> Self:
+        """The context of one run: the fields that are settings take the settings' values."""
+        shared = {
+            field.name: getattr(settings, field.name)
+            for field in fields(cls)  # type: ignore[arg-type]
+            if field.name in Settings.model_fields
+        }
+        return cls(user_id=user_id, **{**shared, **cls.derived(settings), **overrides})
+
+    @classmethod
+    def derived(cls, settings: Settings) -> dict[str, Any]:
+        """Fields computed from settings of another name or unit."""
+        return {}
+
 
 @dataclass(kw_only=True)
-class MemoryContext:
+class MemoryContext(FromSettings):
     """One memory-graph run: whose messages, and the archival thresholds (seed 000)."""
 
     user_id: int
     archive_all: bool = False
     """Archive every unarchived message now (saved sessions), not only stale chunks."""
-    chunk_interval_s: float = 3600.0
-    max_chunk_size: int = 400
-    split_threshold_chars: int = 25_000
-    consolidation_similarity_threshold: float = 0.85
-    max_merged_size_chars: int = 50_000
-    consolidation_batch_size: int = 10
+    chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
+    max_chunk_size: int = DEFAULTS.max_chunk_size
+    split_threshold_chars: int = DEFAULTS.split_threshold_chars
+    consolidation_similarity_threshold: float = DEFAULTS.consolidation_similarity_threshold
+    max_merged_size_chars: int = DEFAULTS.max_merged_size_chars
+    consolidation_batch_size: int = DEFAULTS.consolidation_batch_size
     now_ts: float | None = None
     """The clock for staleness; None means the wall clock."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, user_id: int, **overrides) -> MemoryContext:
-        values = {
-            "chunk_interval_s": settings.chunk_interval.total_seconds(),
-            "max_chunk_size": settings.max_chunk_size,
-            "split_threshold_chars": settings.split_threshold_chars,
-            "consolidation_similarity_threshold": settings.consolidation_similarity_threshold,
-            "max_merged_size_chars": settings.max_merged_size_chars,
-            "consolidation_batch_size": settings.consolidation_batch_size,
-        }
-        values.update(overrides)
-        return cls(user_id=user_id, **values)
+    def derived(cls, settings: Settings) -> dict[str, Any]:
+        return {"chunk_interval_s": settings.chunk_interval.total_seconds()}
 
 
 @dataclass(kw_only=True)
-class ResponseContext:
+class ResponseContext(FromSettings):
     """One user turn: whose memory, retrieval thresholds, reranker limits and token budgets."""
 
     user_id: int
@@ -46,8 +62,8 @@ class ResponseContext:
     """The turn's date and time (ISO-8601); None means the wall clock."""
 
     # Retrieval (seed 000) and fusion (seed 004).
-    topics_threshold: float = 0.60
-    retrieved_topics_count: int = 50
+    topics_threshold: float = DEFAULTS.topics_threshold
+    retrieved_topics_count: int = DEFAULTS.retrieved_topics_count
     rrf_k: int = 60
 
     # Reranker limits (seed 001).
@@ -91,12 +107,3 @@ class ResponseContext:
     # The responder's tool loop (seed 002).
     max_tool_iterations: int = 5
     """Tool rounds before the synthesis turn, which has the tools switched off."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, user_id: int, **overrides) -> ResponseContext:
-        values = {
-            "topics_threshold": settings.topics_threshold,
-            "retrieved_topics_count": settings.retrieved_topics_count,
-        }
-        values.update(overrides)
-        return cls(user_id=user_id, **values)

@@ -20,77 +20,61 @@ from prometheus_client import Counter, Histogram
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 COUNTS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
 
+
+def seconds(name: str, documentation: str, *labels: str) -> Histogram:
+    """A duration histogram `topica_<name>`, in seconds."""
+    return Histogram(f"topica_{name}", documentation, labels, buckets=SECONDS)
+
+
+def counts(name: str, documentation: str) -> Histogram:
+    """A histogram of small counts `topica_<name>` (candidates, selections)."""
+    return Histogram(f"topica_{name}", documentation, buckets=COUNTS)
+
+
+def total(name: str, documentation: str, *labels: str) -> Counter:
+    """A counter `topica_<name>_total`."""
+    return Counter(f"topica_{name}", documentation, labels)
+
+
 # Topic extraction and consolidation (seed 000).
-TOPICS_EXTRACTED = Counter("topica_topics_extracted_total", "Topics created")
-SPLITTER_DURATION = Histogram(
-    "topica_splitter_duration_seconds", "Splitter (LLM or embeddings) time", buckets=SECONDS
-)
+TOPICS_EXTRACTED = total("topics_extracted", "Topics created")
+SPLITTER_DURATION = seconds("splitter_duration_seconds", "Splitter (LLM or embeddings) time")
 TOPICS_SIZE_CHARS = Histogram(
     "topica_topics_size_chars",
     "Size of created topics in characters",
     buckets=(500, 1000, 2500, 5000, 10_000, 25_000, 50_000, 100_000),
 )
-COVERAGE_GAPS = Counter("topica_topics_coverage_gaps_total", "Messages no proposed topic covered")
-TOPICS_MERGED = Counter("topica_topics_merged_total", "Topics merged into another")
-MERGER_DURATION = Histogram(
-    "topica_merger_duration_seconds", "Consolidation step time", buckets=SECONDS
-)
-CONSOLIDATION_CANDIDATES = Histogram(
-    "topica_topics_consolidation_candidates", "Merge candidates per checked topic", buckets=COUNTS
+COVERAGE_GAPS = total("topics_coverage_gaps", "Messages no proposed topic covered")
+TOPICS_MERGED = total("topics_merged", "Topics merged into another")
+MERGER_DURATION = seconds("merger_duration_seconds", "Consolidation step time")
+CONSOLIDATION_CANDIDATES = counts(
+    "topics_consolidation_candidates", "Merge candidates per checked topic"
 )
 
 # Retrieval and reranking (seeds 000, 001).
-SEARCH_DURATION = Histogram(
-    "topica_topics_search_duration_seconds", "Hybrid search time", buckets=SECONDS
-)
-SEARCH_RESULTS = Histogram("topica_topics_search_results", "Topic candidates found", buckets=COUNTS)
-RERANKER_SELECTED = Histogram(
-    "topica_topics_reranker_selected", "Topics selected by the reranker", buckets=COUNTS
-)
-RERANKER_DURATION = Histogram(
-    "topica_reranker_duration_seconds", "Reranker time (all turns)", buckets=SECONDS
-)
-RERANKER_TOOL_CALLS = Counter("topica_reranker_tool_calls_total", "Reranker tool calls")
-RERANKER_CANDIDATES_IN = Histogram(
-    "topica_reranker_candidates_input", "Candidates shown to the reranker", buckets=COUNTS
-)
-RERANKER_CANDIDATES_OUT = Histogram(
-    "topica_reranker_candidates_output", "Candidates the reranker kept", buckets=COUNTS
-)
-RERANKER_FALLBACKS = Counter(
-    "topica_reranker_fallback_total", "Reranker fallbacks by reason", ["reason"]
-)
+SEARCH_DURATION = seconds("topics_search_duration_seconds", "Hybrid search time")
+SEARCH_RESULTS = counts("topics_search_results", "Topic candidates found")
+RERANKER_SELECTED = counts("topics_reranker_selected", "Topics selected by the reranker")
+RERANKER_DURATION = seconds("reranker_duration_seconds", "Reranker time (all turns)")
+RERANKER_TOOL_CALLS = total("reranker_tool_calls", "Reranker tool calls")
+RERANKER_CANDIDATES_IN = counts("reranker_candidates_input", "Candidates shown to the reranker")
+RERANKER_CANDIDATES_OUT = counts("reranker_candidates_output", "Candidates the reranker kept")
+RERANKER_FALLBACKS = total("reranker_fallback", "Reranker fallbacks by reason", "reason")
 
 # Per-message latency breakdown and anomalies (seed 002).
-MESSAGE_RETRIEVAL = Histogram(
-    "topica_rag_latency_seconds", "Context retrieval per message", ["source"], buckets=SECONDS
-)
-MESSAGE_LLM = Histogram(
-    "topica_message_llm_duration_seconds", "All LLM calls of one message", buckets=SECONDS
-)
-MESSAGE_TOOLS = Histogram(
-    "topica_message_tool_duration_seconds", "All tool calls of one message", buckets=SECONDS
-)
-MESSAGE_TELEGRAM = Histogram(
-    "topica_message_telegram_duration_seconds", "Sending one answer to Telegram", buckets=SECONDS
-)
-FILE_DOWNLOAD = Histogram(
-    "topica_file_download_duration_seconds", "Downloading one message's files", buckets=SECONDS
-)
-TOOL_CALLS = Counter("topica_tool_calls_total", "Responder tool calls", ["tool"])
-ANOMALIES = Counter(
-    "topica_anomalies_total",
-    "empty_response, sanitized, retry_success, retry_failed",
-    ["type"],
-)
+MESSAGE_RETRIEVAL = seconds("rag_latency_seconds", "Context retrieval per message", "source")
+MESSAGE_LLM = seconds("message_llm_duration_seconds", "All LLM calls of one message")
+MESSAGE_TOOLS = seconds("message_tool_duration_seconds", "All tool calls of one message")
+MESSAGE_TELEGRAM = seconds("message_telegram_duration_seconds", "Sending one answer to Telegram")
+FILE_DOWNLOAD = seconds("file_download_duration_seconds", "Downloading one message's files")
+TOOL_CALLS = total("tool_calls", "Responder tool calls", "tool")
+ANOMALIES = total("anomalies", "empty_response, sanitized, retry_success, retry_failed", "type")
 
 # Chat models.
-LLM_CALLS = Counter("topica_llm_calls_total", "Chat model calls", ["node"])
-LLM_DURATION = Histogram(
-    "topica_llm_duration_seconds", "One chat model call", ["node"], buckets=SECONDS
-)
-LLM_TOKENS = Counter("topica_llm_tokens_total", "LLM tokens", ["node", "kind"])
-LLM_COST = Counter("topica_llm_cost_usd_total", "LLM cost reported by the provider", ["node"])
+LLM_CALLS = total("llm_calls", "Chat model calls", "node")
+LLM_DURATION = seconds("llm_duration_seconds", "One chat model call", "node")
+LLM_TOKENS = total("llm_tokens", "LLM tokens", "node", "kind")
+LLM_COST = total("llm_cost_usd", "LLM cost reported by the provider", "node")
 
 NODE_DURATIONS: dict[str, Histogram] = {
     "split": SPLITTER_DURATION,
@@ -121,19 +105,12 @@ class GraphMetrics(BaseCallbackHandler):
         return root
 
     def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        root = self._root(run_id, parent_run_id)
+        root = self._root(run_id, kwargs.get("parent_run_id"))
         if root == run_id:
             self._totals[run_id] = {"retrieval": 0.0, "llm": 0.0, "tools": 0.0}
-        node = (metadata or {}).get("langgraph_node")
+        node = (kwargs.get("metadata") or {}).get("langgraph_node")
         is_node_run = node is not None and kwargs.get("name") == node
         self._started[run_id] = (time.perf_counter(), node if is_node_run else None)
 
@@ -167,17 +144,10 @@ class GraphMetrics(BaseCallbackHandler):
                 MESSAGE_TOOLS.observe(totals["tools"])
 
     def on_chat_model_start(
-        self,
-        serialized: dict[str, Any] | None,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        self, serialized: dict[str, Any] | None, messages: Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._root(run_id, parent_run_id)
-        node = (metadata or {}).get("langgraph_node") or "none"
+        self._root(run_id, kwargs.get("parent_run_id"))
+        node = (kwargs.get("metadata") or {}).get("langgraph_node") or "none"
         self._started[run_id] = (time.perf_counter(), node)
         LLM_CALLS.labels(node=node).inc()
 

@@ -87,72 +87,59 @@ def make_extract_facts(deps: Deps):
             apply_actions(user_id, topic_id, output, report)
             store.topics.mark_facts_extracted(user_id, [topic_id])
 
+    def apply_fact(user_id: int, topic_id: int, action: FactAction, known: set[str]) -> str | None:
+        """Apply one fact action; returns the report counter it adds to, if any."""
+        source = {"reason": action.reason, "topic_id": topic_id}
+        if action.action == "add" and action.content.strip():
+            if action.content.strip().casefold() in known:
+                return None
+            fact = store.facts.add(
+                user_id, action.content, action.type, action.importance, **source
+            )
+            known.add(fact["content"].casefold())
+            return "added"
+        if action.id is None:
+            return None
+        if action.action == "update":
+            changes = {"content": action.content or None, "importance": action.importance}
+            store.facts.update(user_id, action.id, fact_type=action.type, **changes, **source)
+            return "updated"
+        store.facts.delete(user_id, action.id, **source)
+        return "deleted"
+
+    def apply_person(user_id: int, action: PersonAction) -> str | None:
+        details = action.model_dump(include={"aliases", "username", "circle", "bio"})
+        if action.action == "add" and action.name.strip():
+            store.people.add(user_id, action.name, **details)
+            return "people_added"
+        if action.id is None:
+            return None
+        if action.action == "update":
+            store.people.update(user_id, action.id, name=action.name or None, **details)
+            return "people_updated"
+        if action.merge_into:
+            store.people.merge(user_id, action.id, action.merge_into)
+            return "people_merged"
+        return None
+
     def apply_actions(
         user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
     ) -> None:
         """Apply validated actions to the store; refused ones (other users' ids) are logged."""
         known = {fact["content"].casefold() for fact in store.facts.all_of(user_id)}
-        for action in output.facts:
-            try:
-                if action.action == "add" and action.content.strip():
-                    if action.content.strip().casefold() in known:
-                        continue
-                    fact = store.facts.add(
-                        user_id,
-                        action.content,
-                        action.type,
-                        action.importance,
-                        topic_id,
-                        action.reason,
-                    )
-                    known.add(fact["content"].casefold())
-                    report["added"] += 1
-                elif action.action == "update" and action.id is not None:
-                    store.facts.update(
-                        user_id,
-                        action.id,
-                        content=action.content or None,
-                        importance=action.importance,
-                        fact_type=action.type,
-                        reason=action.reason,
-                        topic_id=topic_id,
-                    )
-                    report["updated"] += 1
-                elif action.action == "delete" and action.id is not None:
-                    store.facts.delete(user_id, action.id, action.reason, topic_id)
-                    report["deleted"] += 1
-            except StoreError as error:  # an id of another user or a bad value: refused, logged
-                log.warning("user %s: archivist fact action refused: %s", user_key(user_id), error)
-        for action in output.people:
-            try:
-                if action.action == "add" and action.name.strip():
-                    store.people.add(
-                        user_id,
-                        action.name,
-                        action.aliases,
-                        action.username,
-                        action.circle,
-                        action.bio,
-                    )
-                    report["people_added"] += 1
-                elif action.action == "update" and action.id is not None:
-                    store.people.update(
-                        user_id,
-                        action.id,
-                        name=action.name or None,
-                        aliases=action.aliases,
-                        username=action.username,
-                        circle=action.circle,
-                        bio=action.bio,
-                    )
-                    report["people_updated"] += 1
-                elif action.action == "merge" and action.id is not None and action.merge_into:
-                    store.people.merge(user_id, action.id, action.merge_into)
-                    report["people_merged"] += 1
-            except StoreError as error:
-                log.warning(
-                    "user %s: archivist person action refused: %s", user_key(user_id), error
-                )
+        appliers = (
+            (lambda action: apply_fact(user_id, topic_id, action, known), output.facts),
+            (lambda action: apply_person(user_id, action), output.people),
+        )
+        for apply_one, actions in appliers:
+            for action in actions:
+                try:
+                    counter = apply_one(action)
+                except StoreError as error:  # an id of another user or a bad value: refused
+                    log.warning("user %s: archivist action refused: %s", user_key(user_id), error)
+                    continue
+                if counter:
+                    report[counter] += 1
 
     async def extract_facts(
         state: MemoryState, runtime: Runtime[MemoryContext]

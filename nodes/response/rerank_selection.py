@@ -228,54 +228,28 @@ def vector_people(
     ]
 
 
-def vector_selection(
+def fallback_selection(
     candidates: Sequence[TopicCandidate],
     people_candidates: Sequence[PersonCandidate],
     reason: str,
     *,
-    max_topics: int,
-    max_people: int,
-) -> Selection:
-    """The top candidates in search order (they arrive sorted by fused score)."""
-    topics = [
-        SelectedTopic(
-            id=candidate["id"],
-            reason=f"vector order ({reason})",
-            excerpt=None,
-            score=candidate["score"],
-        )
-        for candidate in candidates[:max_topics]
-    ]
-    return Selection(topics, vector_people(people_candidates, reason, max_people), 0)
-
-
-def requested_selection(
-    requested_ids: Sequence[int],
-    candidates: Sequence[TopicCandidate],
-    people_candidates: Sequence[PersonCandidate],
-    reason: str,
-    *,
+    requested_ids: Sequence[int] = (),
     max_topics: int,
     max_people: int,
 ) -> Selection:
     """The first topics the model asked to load, in the order asked (seed: it puts the
-    most relevant first); the vector order when none of them was a candidate."""
+    most relevant first); when it asked for none of the candidates (or for nothing), the
+    top candidates in search order (they arrive sorted by fused score)."""
     topics_by_id = {candidate["id"]: candidate for candidate in candidates}
     unique_ids = list(dict.fromkeys(requested_ids))
     known = [topic_id for topic_id in unique_ids if topic_id in topics_by_id]
-    dropped = len(unique_ids) - len(known)
-    if not known:
-        fallback = vector_selection(
-            candidates, people_candidates, reason, max_topics=max_topics, max_people=max_people
-        )
-        return Selection(fallback.topics, fallback.people, dropped)
+    label = f"requested by the reranker ({reason})" if known else f"vector order ({reason})"
+    chosen = known or [candidate["id"] for candidate in candidates]
     topics = [
         SelectedTopic(
-            id=topic_id,
-            reason=f"requested by the reranker ({reason})",
-            excerpt=None,
-            score=topics_by_id[topic_id]["score"],
+            id=topic_id, reason=label, excerpt=None, score=topics_by_id[topic_id]["score"]
         )
-        for topic_id in known[:max_topics]
+        for topic_id in chosen[:max_topics]
     ]
-    return Selection(topics, vector_people(people_candidates, reason, max_people), dropped)
+    people = vector_people(people_candidates, reason, max_people)
+    return Selection(topics, people, len(unique_ids) - len(known))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -38,15 +38,14 @@ from nodes.response.rerank_selection import (
     Selection,
     build_prompt,
     content_calls,
+    fallback_selection,
     owned_candidates,
     parse_answer,
-    requested_selection,
     requested_topic_ids,
     select_answer,
-    vector_selection,
 )
 from nodes.response.topic_content import TOOL_NAME
-from nodes.shared.agent import JSON_MODE, AgentReply, call_agent, describe
+from nodes.shared.agent import JSON_MODE, call_agent, describe
 from nodes.shared.structured import LLMOutputError, message_text
 
 log = logging.getLogger(__name__)
@@ -58,31 +57,44 @@ def remaining_budget(started_at: float, timeout_s: float, now: float) -> float:
     return timeout_s - (now - started_at)
 
 
-async def ask_reranker(
+async def take_turn(
     deps: Deps,
     state: RerankState,
     context: ResponseContext,
     bind: Callable[[BaseChatModel], Runnable],
-) -> AgentReply[AIMessage] | AgentFallback:
-    """One reranker turn within what is left of the run's time budget."""
+    fallback_node: Literal["vector_fallback", "requested_fallback"],
+) -> tuple[AIMessage, dict] | Command:
+    """One reranker turn within what is left of the run's time budget: the reply and the
+    update that records it, or the fallback edge when the provider failed."""
+    calls = state["rerank_llm_calls"] + 1
     left = remaining_budget(state["started_at"], context.rerank_timeout_s, time.monotonic())
-    if left <= 0:
-        return AgentFallback("timeout", "the reranker's time budget was spent")
-    return await call_agent(
-        deps.models,
-        "reranker",
-        state["messages"],
-        user_id=context.user_id,
-        parse=lambda reply: reply,
-        bind=bind,
-        timeout_s=left,
+    result = (
+        await call_agent(
+            deps.models,
+            "reranker",
+            state["messages"],
+            user_id=context.user_id,
+            parse=lambda reply: reply,
+            bind=bind,
+            timeout_s=left,
+        )
+        if left > 0
+        else AgentFallback("timeout", "the reranker's time budget was spent")
     )
+    if isinstance(result, AgentFallback):
+        after_tool = fallback_node == "requested_fallback"
+        if result.reason == "timeout":
+            reason: RerankFallback = "timeout_after_tool" if after_tool else "timeout_before_tool"
+        else:
+            reason = "api_error"
+        return Command(
+            goto=fallback_node, update={"rerank_fallback": reason, "rerank_llm_calls": calls}
+        )
+    return result.value, {"messages": [result.value], "rerank_llm_calls": calls}
 
 
-def failure_reason(fallback: AgentFallback, *, after_tool: bool) -> RerankFallback:
-    if fallback.reason == "timeout":
-        return "timeout_after_tool" if after_tool else "timeout_before_tool"
-    return "api_error"
+def fall_back(node: str, answered: dict, reason: RerankFallback) -> Command:
+    return Command(goto=node, update={**answered, "rerank_fallback": reason})
 
 
 def tool_call_update(state: RerankState, reply: AIMessage, tool_calls: int) -> dict:
@@ -149,20 +161,12 @@ def make_request_content(deps: Deps, content_tool: BaseTool):
     async def request_content(
         state: RerankState, runtime: Runtime[ResponseContext]
     ) -> Command[Literal["load_content", "vector_fallback"]]:
-        calls = state["rerank_llm_calls"] + 1
-        result = await ask_reranker(deps, state, runtime.context, bind)
-        if isinstance(result, AgentFallback):
-            reason = failure_reason(result, after_tool=False)
-            return Command(
-                goto="vector_fallback",
-                update={"rerank_fallback": reason, "rerank_llm_calls": calls},
-            )
-        reply = result.value
-        answered = {"messages": [reply], "rerank_llm_calls": calls}
+        turn = await take_turn(deps, state, runtime.context, bind, "vector_fallback")
+        if isinstance(turn, Command):
+            return turn
+        reply, answered = turn
         if not content_calls(reply):
-            return Command(
-                goto="vector_fallback", update={**answered, "rerank_fallback": "protocol_violation"}
-            )
+            return fall_back("vector_fallback", answered, "protocol_violation")
         update = {**answered, **tool_call_update(state, reply, state["tool_calls"] + 1)}
         return Command(goto="load_content", update=update)
 
@@ -184,23 +188,14 @@ def make_choose(deps: Deps, content_tool: BaseTool):
         state: RerankState, runtime: Runtime[ResponseContext]
     ) -> Command[Literal["finish", "load_content", "requested_fallback"]]:
         context = runtime.context
-        calls = state["rerank_llm_calls"] + 1
-        result = await ask_reranker(deps, state, context, bind)
-        if isinstance(result, AgentFallback):
-            reason = failure_reason(result, after_tool=True)
-            return Command(
-                goto="requested_fallback",
-                update={"rerank_fallback": reason, "rerank_llm_calls": calls},
-            )
-        reply = result.value
-        answered = {"messages": [reply], "rerank_llm_calls": calls}
+        turn = await take_turn(deps, state, context, bind, "requested_fallback")
+        if isinstance(turn, Command):
+            return turn
+        reply, answered = turn
         if content_calls(reply):
             tool_calls = state["tool_calls"] + 1
             if tool_calls > context.rerank_max_tool_calls:
-                return Command(
-                    goto="requested_fallback",
-                    update={**answered, "rerank_fallback": "tool_call_limit"},
-                )
+                return fall_back("requested_fallback", answered, "tool_call_limit")
             update = {**answered, **tool_call_update(state, reply, tool_calls)}
             return Command(goto="load_content", update=update)
         try:
@@ -209,9 +204,7 @@ def make_choose(deps: Deps, content_tool: BaseTool):
             log.warning(
                 "user %s: reranker invalid_json: %s", user_key(context.user_id), describe(error)
             )
-            return Command(
-                goto="requested_fallback", update={**answered, "rerank_fallback": "invalid_json"}
-            )
+            return fall_back("requested_fallback", answered, "invalid_json")
         return Command(goto="finish", update={**answered, "answer": answer})
 
     return choose
@@ -248,29 +241,27 @@ async def finish(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
 
 async def vector_fallback(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
     """Nothing from the model to go on: the search order decides."""
-    context = runtime.context
-    selection = vector_selection(
-        state["candidates"],
-        state.get("people_candidates") or [],
-        state["rerank_fallback"],
-        max_topics=context.rerank_max_topics,
-        max_people=context.rerank_max_people,
-    )
-    return selection_update(selection, state["rerank_fallback"])
+    return fallback_update(state, runtime.context, requested_ids=())
 
 
 async def requested_fallback(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
     """The model asked for content but gave no usable answer: what it asked for decides."""
-    context = runtime.context
-    selection = requested_selection(
-        state["requested_ids"],
+    return fallback_update(state, runtime.context, requested_ids=state["requested_ids"])
+
+
+def fallback_update(
+    state: RerankState, context: ResponseContext, requested_ids: Sequence[int]
+) -> dict:
+    reason = state["rerank_fallback"]
+    selection = fallback_selection(
         state["candidates"],
         state.get("people_candidates") or [],
-        state["rerank_fallback"],
+        reason,
+        requested_ids=requested_ids,
         max_topics=context.rerank_max_topics,
         max_people=context.rerank_max_people,
     )
-    return selection_update(selection, state["rerank_fallback"])
+    return selection_update(selection, reason)
 
 
 def make_rerank(reranker: CompiledStateGraph, deps: Deps):

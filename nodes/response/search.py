@@ -117,40 +117,31 @@ def topic_search(
     return candidates, text_hits
 
 
-def _best_similarities(
-    deps: Deps, kind: VectorKind, user_id: int, queries: Sequence[str], limit: int, threshold: float
+def nearest_records(
+    deps: Deps, kind: VectorKind, context: ResponseContext, queries: Sequence[str]
 ) -> dict[int, float]:
+    """The user's facts or people nearest to any query, at or above the kind's threshold:
+    {id: best cosine}, best first."""
+    limit, threshold = {
+        "facts": (context.fact_candidates_count, context.facts_threshold),
+        "people": (context.people_candidates_count, context.people_threshold),
+    }[kind]
     best: dict[int, float] = {}
     for query in queries:
         vector = deps.embedder.encode_query(query)
-        for record_id, similarity in deps.vectors.query(kind, user_id, vector, limit):
+        for record_id, similarity in deps.vectors.query(kind, context.user_id, vector, limit):
             if similarity >= threshold:
                 best[record_id] = max(similarity, best.get(record_id, similarity))
-    return best
+    return dict(sorted(best.items(), key=lambda item: -item[1]))
 
 
 def fact_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[FactCandidate]:
-    similarity = _best_similarities(
-        deps,
-        "facts",
-        context.user_id,
-        queries,
-        context.fact_candidates_count,
-        context.facts_threshold,
-    )
-    ranked = sorted(similarity, key=lambda i: -similarity[i])
-    return [
-        FactCandidate(
-            id=fact["id"],
-            content=fact["content"],
-            type=fact["type"],
-            importance=fact["importance"],
-            score=similarity[fact["id"]],
-        )
-        for fact in deps.store.facts.by_ids(context.user_id, ranked)
-    ]
+    score = nearest_records(deps, "facts", context, queries)
+    facts = deps.store.facts.by_ids(context.user_id, list(score))
+    fields = ("id", "content", "type", "importance")
+    return [FactCandidate(**{k: f[k] for k in fields}, score=score[f["id"]]) for f in facts]
 
 
 def person_description(circle: str | None, aliases: Sequence[str], bio: str | None) -> str:
@@ -161,23 +152,15 @@ def person_description(circle: str | None, aliases: Sequence[str], bio: str | No
 def people_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[PersonCandidate]:
-    similarity = _best_similarities(
-        deps,
-        "people",
-        context.user_id,
-        queries,
-        context.people_candidates_count,
-        context.people_threshold,
-    )
-    ranked = sorted(similarity, key=lambda i: -similarity[i])
+    score = nearest_records(deps, "people", context, queries)
     return [
         PersonCandidate(
             id=person["id"],
             name=person["name"],
             description=person_description(person["circle"], person["aliases"], person["bio"]),
-            score=similarity[person["id"]],
+            score=score[person["id"]],
         )
-        for person in deps.store.people.by_ids(context.user_id, ranked)
+        for person in deps.store.people.by_ids(context.user_id, list(score))
     ]
 
 

@@ -89,6 +89,12 @@ class Database:
         by_id = {row["id"]: row for row in found}
         return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
 
+    def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
+        """`statement` ending in `IN`, for the given ids, in its own transaction."""
+        if ids:
+            with self.transaction() as db:
+                db.execute(f"{statement} ({placeholders(ids)})", (*params, *ids))
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -96,3 +102,10 @@ class Database:
     @property
     def schema_version(self) -> int:
         return self.rows("PRAGMA user_version")[0][0]
+
+
+class Repository:
+    """One entity's queries over the shared `Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db

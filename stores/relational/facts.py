@@ -7,7 +7,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.records import FactRow, FactType, now_iso
-from stores.relational.database import Database
+from stores.relational.database import Repository
 from stores.relational.rows import (
     check_fact,
     ensure_user,
@@ -17,10 +17,7 @@ from stores.relational.rows import (
 )
 
 
-class FactRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class FactRepository(Repository):
     def add(
         self,
         user_id: int,

@@ -7,14 +7,11 @@ from typing import Any
 
 from core.records import MessageRow, NewMessage, parse_timestamp
 from stores.fulltext import fts_match_expression
-from stores.relational.database import Database
+from stores.relational.database import Repository
 from stores.relational.rows import ensure_user, mark_pending, message_row, placeholders, users_rows
 
 
-class MessageRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class MessageRepository(Repository):
     def add(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
         """Store messages in order, all or nothing; ones already stored are skipped.
 

@@ -7,14 +7,11 @@ from collections.abc import Sequence
 
 from core.errors import StoreError
 from core.records import PersonRow, now_iso
-from stores.relational.database import Database
+from stores.relational.database import Repository
 from stores.relational.rows import ensure_user, mark_pending, person_row
 
 
-class PeopleRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class PeopleRepository(Repository):
     def add(
         self,
         user_id: int,

@@ -4,20 +4,15 @@ number of the last one applied."""
 from __future__ import annotations
 
 
-def _fts_with_user(table: str, column: str) -> str:
-    """Migration 4 for one full-text index: dropped and created again with `user_id`
-    indexed, rebuilt from `table`, its insert and delete triggers recreated."""
+def _full_text_index(table: str, column: str, user_id: str) -> str:
+    """An external-content FTS5 index of `table.column` (with `user_id` as given: indexed
+    or UNINDEXED) and the triggers that keep it in step on insert and delete."""
     index = f"{table}_fts"
     return f"""
-    DROP TRIGGER IF EXISTS {index}_insert;
-    DROP TRIGGER IF EXISTS {index}_delete;
-    DROP TRIGGER IF EXISTS {index}_update;
-    DROP TABLE {index};
     CREATE VIRTUAL TABLE {index} USING fts5(
-        {column}, user_id, content='{table}', content_rowid='id',
+        {column}, {user_id}, content='{table}', content_rowid='id',
         tokenize="unicode61 remove_diacritics 2"
     );
-    INSERT INTO {index}({index}) VALUES ('rebuild');
     CREATE TRIGGER {index}_insert AFTER INSERT ON {table} BEGIN
         INSERT INTO {index}(rowid, {column}, user_id)
         VALUES (new.id, new.{column}, new.user_id);
@@ -25,6 +20,32 @@ def _fts_with_user(table: str, column: str) -> str:
     CREATE TRIGGER {index}_delete AFTER DELETE ON {table} BEGIN
         INSERT INTO {index}({index}, rowid, {column}, user_id)
         VALUES ('delete', old.id, old.{column}, old.user_id);
+    END;
+    """
+
+
+def _fts_with_user(table: str, column: str) -> str:
+    """Migration 4 for one full-text index: dropped and created again with `user_id`
+    indexed, its triggers recreated, rebuilt from `table`."""
+    index = f"{table}_fts"
+    return (
+        f"""
+    DROP TRIGGER IF EXISTS {index}_insert;
+    DROP TRIGGER IF EXISTS {index}_delete;
+    DROP TRIGGER IF EXISTS {index}_update;
+    DROP TABLE {index};
+    """
+        + _full_text_index(table, column, "user_id")
+        + f"INSERT INTO {index}({index}) VALUES ('rebuild');\n"
+    )
+
+
+SUMMARY_UPDATE_TRIGGER = """
+    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
+        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
+        VALUES ('delete', old.id, old.summary, old.user_id);
+        INSERT INTO topics_fts(rowid, summary, user_id)
+        VALUES (new.id, new.summary, new.user_id);
     END;
     """
 
@@ -107,38 +128,10 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at TEXT NOT NULL
     );
     CREATE INDEX people_user ON people(user_id);
-
-    CREATE VIRTUAL TABLE messages_fts USING fts5(
-        content, user_id UNINDEXED, content='messages', content_rowid='id',
-        tokenize="unicode61 remove_diacritics 2"
-    );
-    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_fts(rowid, content, user_id)
-        VALUES (new.id, new.content, new.user_id);
-    END;
-    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, content, user_id)
-        VALUES ('delete', old.id, old.content, old.user_id);
-    END;
-    CREATE VIRTUAL TABLE topics_fts USING fts5(
-        summary, user_id UNINDEXED, content='topics', content_rowid='id',
-        tokenize="unicode61 remove_diacritics 2"
-    );
-    CREATE TRIGGER topics_fts_insert AFTER INSERT ON topics BEGIN
-        INSERT INTO topics_fts(rowid, summary, user_id)
-        VALUES (new.id, new.summary, new.user_id);
-    END;
-    CREATE TRIGGER topics_fts_delete AFTER DELETE ON topics BEGIN
-        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
-        VALUES ('delete', old.id, old.summary, old.user_id);
-    END;
-    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
-        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
-        VALUES ('delete', old.id, old.summary, old.user_id);
-        INSERT INTO topics_fts(rowid, summary, user_id)
-        VALUES (new.id, new.summary, new.user_id);
-    END;
-    """,
+    """
+    + _full_text_index("messages", "content", "user_id UNINDEXED")
+    + _full_text_index("topics", "summary", "user_id UNINDEXED")
+    + SUMMARY_UPDATE_TRIGGER,
     # 2: the rolling summary of each conversation segment (seed 003).
     """
     CREATE TABLE session_summaries (
@@ -155,7 +148,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 3: records whose vector is not (yet) in the vector index. Written in the same
     # transaction as the record and cleared after the upsert, so a vector store that
-    # was down never leaves a record unsearchable for good (graphs/archive.reindex_pending).
+    # was down never leaves a record unsearchable for good (stores/indexing.py).
     """
     CREATE TABLE vector_pending (
         user_id INTEGER NOT NULL,
@@ -175,12 +168,5 @@ MIGRATIONS: tuple[str, ...] = (
     # content tables (1.3 s for that store); the triggers are unchanged.
     _fts_with_user("messages", "content")
     + _fts_with_user("topics", "summary")
-    + """
-    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
-        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
-        VALUES ('delete', old.id, old.summary, old.user_id);
-        INSERT INTO topics_fts(rowid, summary, user_id)
-        VALUES (new.id, new.summary, new.user_id);
-    END;
-    """,
+    + SUMMARY_UPDATE_TRIGGER,
 )

@@ -6,14 +6,11 @@ from typing import Literal
 
 from core.errors import StoreError
 from core.records import SessionSummaryRow, now_iso
-from stores.relational.database import Database
+from stores.relational.database import Repository
 from stores.relational.rows import ensure_user
 
 
-class SessionRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class SessionRepository(Repository):
     def current_segment(self, user_id: int) -> int:
         rows = self._db.rows("SELECT current_segment FROM users WHERE user_id = ?", (user_id,))
         return rows[0][0] if rows else 0

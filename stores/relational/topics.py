@@ -7,14 +7,11 @@ from collections.abc import Sequence
 from core.errors import StoreError
 from core.records import TopicRow, now_iso
 from stores.fulltext import fts_match_expression
-from stores.relational.database import Database
+from stores.relational.database import Repository
 from stores.relational.rows import mark_pending, placeholders, timestamp, topic_row, users_rows
 
 
-class TopicRepository:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class TopicRepository(Repository):
     def save(self, user_id: int, drafts: Sequence[tuple[str, Sequence[int]]]) -> list[TopicRow]:
         """Create topics from (summary, member message ids) and point messages at them.
 
@@ -89,14 +86,13 @@ class TopicRepository:
         )
         return [topic_row(row) for row in rows]
 
+    def _set_flag(self, flag: str, user_id: int, topic_ids: Sequence[int]) -> None:
+        self._db.write_for_ids(
+            f"UPDATE topics SET {flag} = 1 WHERE +user_id = ? AND id IN", (user_id,), topic_ids
+        )
+
     def mark_consolidation_checked(self, user_id: int, topic_ids: Sequence[int]) -> None:
-        if topic_ids:
-            with self._db.transaction() as db:
-                db.execute(
-                    f"UPDATE topics SET consolidation_checked = 1 WHERE +user_id = ? "
-                    f"AND id IN ({placeholders(topic_ids)})",
-                    (user_id, *topic_ids),
-                )
+        self._set_flag("consolidation_checked", user_id, topic_ids)
 
     def merge(self, user_id: int, source_id: int, target_id: int, merged_summary: str) -> TopicRow:
         """Fold `source` into `target`: bounds widened, sizes summed, members re-pointed.
@@ -159,13 +155,7 @@ class TopicRepository:
         return [row[0] for row in rows]
 
     def mark_facts_extracted(self, user_id: int, topic_ids: Sequence[int]) -> None:
-        if topic_ids:
-            with self._db.transaction() as db:
-                db.execute(
-                    f"UPDATE topics SET facts_extracted = 1 WHERE +user_id = ? "
-                    f"AND id IN ({placeholders(topic_ids)})",
-                    (user_id, *topic_ids),
-                )
+        self._set_flag("facts_extracted", user_id, topic_ids)
 
     def delete(self, user_id: int, topic_id: int) -> None:
         """Forget a topic and its messages (the user asked for it)."""

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stores.relational.database import Database
-from stores.relational.rows import mark_pending, placeholders
+from stores.relational.database import Repository
+from stores.relational.rows import mark_pending
 
 
-class VectorQueue:
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
+class VectorQueue(Repository):
     def pending(self, user_id: int, kind: str, limit: int = 1000) -> list[int]:
         rows = self._db.rows(
             "SELECT record_id FROM vector_pending WHERE user_id = ? AND kind = ? "
@@ -22,13 +19,11 @@ class VectorQueue:
         return [row[0] for row in rows]
 
     def clear(self, user_id: int, kind: str, ids: Sequence[int]) -> None:
-        if ids:
-            with self._db.transaction() as db:
-                db.execute(
-                    f"DELETE FROM vector_pending WHERE user_id = ? AND kind = ? "
-                    f"AND record_id IN ({placeholders(ids)})",
-                    (user_id, kind, *ids),
-                )
+        self._db.write_for_ids(
+            "DELETE FROM vector_pending WHERE user_id = ? AND kind = ? AND record_id IN",
+            (user_id, kind),
+            ids,
+        )
 
     def mark(self, user_id: int, kind: str, ids: Sequence[int]) -> None:
         with self._db.transaction() as db:

@@ -299,18 +299,14 @@ class FakeBotAPI:
         ]
 
     def send_photo(
-        self,
-        user: FakeUser,
-        data: bytes,
-        *,
-        caption: str | None = None,
-        media_group_id: str | None = None,
+        self, user: FakeUser, data: bytes, *, caption: str | None = None, album: str | None = None
     ) -> dict[str, Any]:
+        """A photo message; one of an album when `album` (its media_group_id) is given."""
         content: dict[str, Any] = {"photo": self._photo_sizes(data)}
         if caption:
             content["caption"] = caption
-        if media_group_id:
-            content["media_group_id"] = media_group_id
+        if album:
+            content["media_group_id"] = album
         return self._enqueue("message", self._message(user, **content))
 
     def send_album(
@@ -319,9 +315,7 @@ class FakeBotAPI:
         """Photos with one media_group_id, as separate updates (the first carries the caption)."""
         group_id = f"album-{next(self._file_ids)}"
         return [
-            self.send_photo(
-                user, data, caption=caption if index == 0 else None, media_group_id=group_id
-            )
+            self.send_photo(user, data, caption=caption if index == 0 else None, album=group_id)
             for index, data in enumerate(photos)
         ]
 
@@ -336,8 +330,8 @@ class FakeBotAPI:
         data: bytes,
         *,
         file_name: str,
-        mime_type: str,
         caption: str | None = None,
+        mime_type: str,
         declared_size: int | None = None,
     ) -> dict[str, Any]:
         file_id = self.add_file(

@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 from aiohttp import web
-from langchain_openai import ChatOpenAI
+from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 __all__ = [
     "Delay",
@@ -379,15 +379,23 @@ class ScriptedOpenAI:
         """What to pass as ``base_url`` to ``ChatOpenAI`` / ``OpenAIEmbeddings``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def _client_options(self, model: str) -> dict[str, Any]:
+        return {"base_url": self.base_url, "api_key": "test", "model": model}
+
     def chat_model(self, *, timeout: float = 5.0, max_retries: int = 0) -> ChatOpenAI:
         """The real `ChatOpenAI` client pointed at this server; retries are off by default
         so that every scripted step maps to exactly one HTTP request."""
         return ChatOpenAI(
-            base_url=self.base_url,
-            api_key="test",
-            model="scripted",
-            max_retries=max_retries,
-            timeout=timeout,
+            **self._client_options("scripted"), max_retries=max_retries, timeout=timeout
+        )
+
+    def embeddings_model(self, http_client: Any = None) -> OpenAIEmbeddings:
+        """The real `OpenAIEmbeddings` client pointed at this server (model `scripted-embed`),
+        on `http_client` if given (an `httpx.AsyncClient` the caller closes)."""
+        return OpenAIEmbeddings(
+            **self._client_options("scripted-embed"),
+            check_embedding_ctx_length=False,
+            http_async_client=http_client,
         )
 
     @property

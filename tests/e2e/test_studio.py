@@ -1,0 +1,119 @@
+"""`langgraph dev` serves the three graphs offline; the SDK runs the memory and response graphs.
+
+The server is a real `langgraph dev` process on 127.0.0.1 over a temporary data
+directory, bounded in time and stopped by its process id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from core.settings import Settings
+from stores.saved_sessions import read_session
+from stores.services import build_deps
+from tests.support.paths import ROOT
+from tests.support.paths import THREE_SITTINGS as SESSION
+from tests.support.processes import free_port, untraced_environment
+
+USER_ID = 7
+STARTUP_S = 90
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("studio-data")
+
+    async def seed() -> None:
+        deps = build_deps(Settings(data_dir=data_dir))
+        deps.indexer.store_messages(USER_ID, read_session(SESSION))
+        deps.close()
+
+    asyncio.run(seed())
+    port = free_port()
+    environment = untraced_environment() | {
+        "TOPICA_DATA_DIR": str(data_dir),
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    }
+    log = (data_dir / "server.log").open("w")
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            assert process.poll() is None, (data_dir / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "langgraph dev did not start in time"
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        log.close()
+
+
+async def test_three_graphs_are_served(server: str) -> None:
+    client = get_client(url=server)
+    assistants = await client.assistants.search()
+    assert {assistant["graph_id"] for assistant in assistants} == {"response", "memory", "reranker"}
+    schemas = await client.assistants.get_schemas(
+        next(a["assistant_id"] for a in assistants if a["graph_id"] == "response")
+    )
+    assert set(schemas["input_schema"]["properties"]) >= {"text"}
+    assert "user_id" in schemas["context_schema"]["properties"]
+
+
+async def test_memory_then_response_through_the_sdk(server: str) -> None:
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    archived = await client.runs.wait(
+        thread["thread_id"], "memory", input={}, context={"user_id": USER_ID, "archive_all": True}
+    )
+    assert archived["saved_topic_ids"], archived
+    assert archived["coverage"]["uncovered"] == []
+
+    thread = await client.threads.create()
+    answer = await client.runs.wait(
+        thread["thread_id"],
+        "response",
+        input={"text": "Что сказал ветеринар про Марципана?"},
+        context={"user_id": USER_ID},
+    )
+    assert answer["answer"].strip()
+    assert answer["selected_topics"], "the vet conversation was not recalled"
+    assert "Марципан" in answer["answer"]

@@ -1,0 +1,33 @@
+"""Fixtures of the integration tier only."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from core.deps import Deps
+from core.ports import Embedder
+from core.records import MessageRow
+from tests.support.demo import DemoArchive, archive_demo_twice
+from tests.support.messages import new_messages
+from tests.support.services import local_deps
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def demo_archive(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
+) -> AsyncIterator[DemoArchive]:
+    """The example session ingested (no models) for users 1 and 2, each twice; built once
+    per test session, read-only for the tests."""
+    deps = local_deps(tmp_path_factory.mktemp("demo") / "data", embedder)
+    yield await archive_demo_twice(deps)
+    deps.close()
+
+
+@pytest.fixture
+async def stored(deps: Deps, request: pytest.FixtureRequest) -> list[MessageRow]:
+    """The test module's `CONVERSATION` (alternating user and assistant messages `m1, m2,
+    …`), stored and indexed for user 1."""
+    return deps.indexer.store_messages(1, new_messages(request.module.CONVERSATION))

@@ -1,0 +1,224 @@
+"""The LoCoMo harness end to end on a tiny hand-made conversation (real SQLite, Chroma, USE).
+
+A fixed-order method makes every metric computable by hand; the real methods run
+beside it to prove the run, the outputs and the topic-to-message mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench.baselines import MessageLevel, Retrieval
+from bench.corpus import Corpus
+from bench.eval_locomo import default_methods, eval_locomo
+from bench.locomo import Conversation, load_conversations
+from bench.metrics import Unit
+from bench.topica import Topica
+from core.text import transcript
+from tests.support.bench import tokens_by_hand
+
+SESSION_1 = [
+    ("Ann", "I adopted a grey cat called Pixel from the shelter yesterday."),
+    ("Bob", "Congratulations! How is Pixel settling in?"),
+    ("Ann", "She hides under the sofa, but she loves the feather toy."),
+    ("Bob", "Give her a week, cats need time in a new home."),
+]
+SESSION_2 = [
+    ("Bob", "I started rowing on the river every Saturday morning."),
+    ("Ann", "Rowing sounds hard. Do you train with a club?"),
+    ("Bob", "Yes, the Riverside club, we race in June."),
+    ("Ann", "Good luck with the race in June!"),
+]
+QUESTIONS = [
+    {"question": "What toy does Pixel love?", "answer": "feather", "evidence": ["D1:3"],
+     "category": 4},
+    {"question": "Which pets and sports come up?", "answer": "cat, rowing",
+     "evidence": ["D1:1; D2:2"], "category": 1},
+    {"question": "When was the party?", "answer": "never", "evidence": ["D9:9"], "category": 2},
+    {"question": "Is Ann a pilot?", "adversarial_answer": "no", "evidence": ["D1:1"],
+     "category": 5},
+    {"question": "What is Ann like?", "answer": "kind", "evidence": [], "category": 3},
+    {"question": "When is Bob's race?", "answer": "June", "evidence": ["D2:4", "D3:1"],
+     "category": 4},
+]  # fmt: skip
+
+# Newest first, one message per unit.
+FIXED_ORDER = ["D2:4", "D2:3", "D2:2", "D2:1", "D1:4", "D1:3", "D1:2", "D1:1"]
+
+
+def locomo_file(path: Path) -> Path:
+    def turns(session: int, lines: list[tuple[str, str]]) -> list[dict]:
+        return [
+            {"speaker": speaker, "dia_id": f"D{session}:{index}", "text": text}
+            for index, (speaker, text) in enumerate(lines, start=1)
+        ]
+
+    data = [
+        {
+            "sample_id": "conv-t",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:00 pm on 1 May, 2023",
+                "session_1": turns(1, SESSION_1),
+                "session_2_date_time": "2:00 pm on 8 May, 2023",
+                "session_2": turns(2, SESSION_2),
+            },
+            "qa": QUESTIONS,
+        }
+    ]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+class FixedOrder(MessageLevel):
+    """Every question gets the same ranking: one message per unit, newest first."""
+
+    name = "fixed"
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        return Retrieval([Unit(i, (i,)) for i in FIXED_ORDER])
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Path:
+    return locomo_file(tmp_path / "locomo.json")
+
+
+async def test_metrics_of_a_fixed_ranking_match_the_hand_computation(
+    data_file: Path, make_settings, tmp_path: Path
+) -> None:
+    conversation = load_conversations(data_file)[0]
+    lines = {
+        message["external_id"]: transcript([_row(message)]) for message in conversation.messages
+    }
+    # A budget that holds exactly the first three units (blocks joined by a blank line).
+    budget = tokens_by_hand("\n\n".join(lines[i] for i in FIXED_ORDER[:3]))
+    result = await eval_locomo(
+        data_file,
+        None,
+        budget,
+        [5, 10],
+        None,
+        make_settings(tmp_path / "unused"),
+        budgets=[budget],
+        methods=lambda: [FixedOrder()],
+        console=Console(quiet=True),
+    )
+    fixed = result["methods"]["fixed"]
+    # Evaluated: D1:3 (rank 6), D1:1 + D2:2 (ranks 8 and 3), D2:4 (rank 1; D3:1 unknown).
+    assert fixed["questions"] == 3
+    assert fixed["recall_all_at_5"] == pytest.approx(1 / 3)  # only the D2:4 question
+    assert fixed["recall_any_at_5"] == pytest.approx(2 / 3)  # ...and the one with D2:2
+    assert fixed["recall_all_at_10"] == pytest.approx(1.0)
+    ndcg = [
+        (1 / math.log2(7)) / 1,
+        (1 / math.log2(4) + 1 / math.log2(9)) / (1 + 1 / math.log2(3)),
+        1.0,
+    ]
+    assert fixed["ndcg_at_10"] == pytest.approx(sum(ndcg) / 3)
+    # The budget holds D2:4, D2:3, D2:2.
+    assert fixed["recall_all_at_budget"] == pytest.approx(1 / 3)
+    assert fixed["recall_any_at_budget"] == pytest.approx(2 / 3)
+    assert fixed["evidence_recall_at_budget"] == pytest.approx((0 + 0.5 + 1) / 3)
+    assert fixed["mean_tokens_at_budget"] == budget
+    assert fixed["recall_all_at_budget_by_category"] == {"1": 0.0, "4": 0.5}
+    assert result["evidence"] == {
+        "questions": 5,
+        "evaluated": 3,
+        "malformed_entries": 1,
+        "questions_with_malformed": 1,
+        "unknown_ids": 2,
+        "without_evidence": 2,
+    }
+    ingest = result["conversations"]["conv-t"]["ingest"]
+    assert ingest["messages"] == 8
+    assert ingest["sessions"] == 2
+    assert ingest["topics"] >= 1
+    assert ingest["llm_calls"] == 0
+
+
+async def test_the_full_run_reports_every_method_and_writes_the_outputs(
+    data_file: Path, make_settings, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = await eval_locomo(
+        data_file,
+        ["conv-t"],
+        2000,
+        [5, 10],
+        out,
+        make_settings(tmp_path / "unused"),
+        budgets=[250, 2000],
+        console=Console(quiet=True),
+    )
+    assert set(result["methods"]) == {method.name for method in default_methods()}
+    assert {"topica", "message_rag", "bm25", "session", "full_context"} <= set(result["methods"])
+    required = {
+        "recall_all_at_budget",
+        "recall_all_at_5",
+        "recall_all_at_10",
+        "recall_any_at_5",
+        "ndcg_at_10",
+        "mean_tokens",
+        "p50_ms",
+        "p95_ms",
+    }
+    for name, metrics in result["methods"].items():
+        assert required <= metrics.keys(), name
+        assert metrics["questions"] == 3
+    assert result["budget"] == 2000
+    assert result["methods"]["topica"]["llm_calls_per_question"] == 0
+    assert result["rerank_fallbacks"] == {"no_model": 6}  # two Topica rows, three questions
+    assert result["methods"]["full_context"]["recall_all_at_budget"] == 1.0
+    assert result["methods"]["session"]["recall_all_at_budget"] == 1.0
+    assert result["methods"]["full_context"]["recall_all_at_5"] is None
+    for name in ("report.md", "results.json", "recall_by_budget.png", "latency.png"):
+        assert (out / name).stat().st_size > 0
+    assert json.loads((out / "results.json").read_text())["budget"] == 2000
+    assert "| Topica |" in (out / "report.md").read_text()
+
+
+async def test_unknown_conversations_are_refused(
+    data_file: Path, make_settings, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="conv-x"):
+        await eval_locomo(
+            data_file, ["conv-x"], 2000, [5], None, make_settings(tmp_path), budgets=[2000]
+        )
+
+
+async def test_topics_map_to_their_members_not_to_their_range(deps, make_messages) -> None:
+    messages = make_messages([f"message number {i}" for i in range(1, 7)])
+    rows = deps.indexer.store_messages(1, messages)
+    ids = [row["id"] for row in rows]
+    first, middle, last = deps.store.topics.save(
+        1, [("first", ids[0:2]), ("middle", ids[2:4]), ("last", ids[4:6])]
+    )
+    # Merging widens the first topic's range over the middle topic's messages.
+    merged = deps.store.topics.merge(1, last["id"], first["id"], "first and last")
+    assert (merged["start_msg_id"], merged["end_msg_id"]) == (ids[0], ids[5])
+    conversation = Conversation("conv-m", ("Alexei", "Topica"), messages, {}, [])
+    corpus = await Corpus.load(deps, 1, conversation)
+    method = Topica()
+    await method.prepare(corpus)
+    unit_of = method.unit_of(corpus)
+    assert [i for i in corpus.order if unit_of[i] == f"topic:{first['id']}"] == [
+        "m1",
+        "m2",
+        "m5",
+        "m6",
+    ]
+    assert unit_of["m3"] == unit_of["m4"] == f"topic:{middle['id']}"
+    retrieval = await method.retrieve(corpus, "message number 5")
+    by_key = {unit.key: unit.message_ids for unit in retrieval.units}
+    assert by_key[f"topic:{first['id']}"] == ("m1", "m2", "m5", "m6")
+
+
+def _row(message) -> dict:
+    return {**message, "id": 0, "author": message.get("author")}

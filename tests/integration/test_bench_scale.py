@@ -1,0 +1,27 @@
+"""The scale benchmark: one small measurement end to end (real SQLite and Chroma)."""
+
+from __future__ import annotations
+
+from bench.scale import DIMENSIONS, measure_size, show_bench, write_bench
+
+
+async def test_a_small_size_is_measured_end_to_end(tmp_path, capsys) -> None:
+    result = await measure_size(200)
+    assert result["topics"] == 200
+    assert result["total_topics"] == 200 + 24 * 2  # others hold a quarter: 50 // 24 each
+    assert result["users"] == 25
+    assert result["messages"] == 2 * result["total_topics"]
+    for stage in ("search", "retrieval", "numpy", "chroma_query", "query_encoding"):
+        assert 0 < result[stage]["p50_ms"] <= result[stage]["p95_ms"], stage
+    assert result["mean_candidates"] > 0
+    assert result["peak_rss_mb"] > 0
+    assert result["numpy"]["tracemalloc_peak_mb"] > 200 * DIMENSIONS * 4 / 2**20
+    write_bench({"sizes": [result]}, tmp_path)
+    assert "| 200 | 248 |" in (tmp_path / "bench.md").read_text()
+    assert (tmp_path / "bench_search.png").stat().st_size > 0
+    capsys.readouterr()
+    show_bench({"sizes": [result]})
+    shown = capsys.readouterr().out
+    # Redirected output is not cut to 80 columns: the row stays on one line.
+    row = next(line for line in shown.splitlines() if line.strip().startswith("200 "))
+    assert "248" in row and row.count(" / ") == 4

@@ -1,0 +1,103 @@
+"""Relevant messages of recalled topics: the cut the context assembly makes with the
+ranking on a real SQLite + Chroma store (the ranking itself:
+tests/unit/test_excerpt_ranking.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.state import SelectedTopic
+from nodes.response.assemble import topics_section
+from nodes.response.excerpts import relevant_excerpts
+from nodes.response.search import hybrid_search
+from nodes.response.topic_content import EXCERPT_LABEL
+from nodes.shared.budget import tokens
+from tests.support.messages import new_messages
+
+pytestmark = pytest.mark.timeout(60)
+
+USER = 1
+OTHER = 2
+
+ZOO = [
+    "We spent the whole Saturday walking around the city zoo with the kids.",
+    "That sounds like a lovely day, which animals did they like most?",
+    "The penguins, no doubt, they watched the feeding for half an hour.",
+    "Penguins are always a hit. Did you see the new reptile house too?",
+    "Yes, and then we had lunch at the cafe near the lake.",
+    "Did anything surprise you there?",
+    "The giraffe keeper let Mia feed a giraffe with lettuce!",
+    "What a memory! How did she react when the giraffe came close?",
+    "She was thrilled and called it Caramel on the spot.",
+    "That is adorable, Caramel is a great name for a giraffe.",
+    "On the way back we bought a plush penguin at the gift shop.",
+    "Nice souvenir, it will remind her of the day.",
+]
+GARDEN = [
+    "I planted tomatoes and basil in the garden this morning.",
+    "Great, tomatoes like the sunny side of the garden.",
+    "I also want to put a small bench near the roses.",
+    "A wooden bench would look good next to the roses.",
+    "The soil near the fence is very dry though.",
+    "Mulch helps the soil keep water in summer.",
+]
+
+
+async def two_topics(deps: Deps) -> tuple[int, int]:
+    rows = deps.indexer.store_messages(USER, new_messages(GARDEN + ZOO))
+    garden, zoo = deps.store.topics.save(
+        USER,
+        [
+            ("Garden work", [row["id"] for row in rows[: len(GARDEN)]]),
+            ("A day at the zoo", [row["id"] for row in rows[len(GARDEN) :]]),
+        ],
+    )
+    return garden["id"], zoo["id"]
+
+
+async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_it(
+    deps: Deps,
+) -> None:
+    garden, zoo = await two_topics(deps)
+    context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
+    found = hybrid_search(deps, context, ["What name did Mia give the giraffe?"])
+    (hits,) = found["message_hits"]
+    giraffe = {row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]}
+    assert hits and set(hits[:3]) <= giraffe
+
+    selected = [
+        SelectedTopic(id=garden, reason="the garden", excerpt=None, score=1.0),
+        SelectedTopic(id=zoo, reason="the zoo trip", excerpt=None, score=0.9),
+    ]
+    whole = topics_section(deps.store, USER, selected, 8000, found["message_hits"])
+    assert EXCERPT_LABEL not in whole and "Mulch helps" in whole and "plush penguin" in whole
+
+    budget = 260
+    cut = topics_section(deps.store, USER, selected, budget, found["message_hits"])
+    assert tokens(cut) <= budget
+    # The answer ("called it Caramel") has no word of the question: it is kept as the
+    # neighbour of the giraffe messages, while the first topic's opening lines are not.
+    assert "called it Caramel" in cut and "feed a giraffe" in cut
+    assert EXCERPT_LABEL in cut and "planted tomatoes" not in cut
+    # Without the hits, the same budget keeps what comes first and loses the answer.
+    blind = topics_section(deps.store, USER, selected, budget, [])
+    assert tokens(blind) <= budget and "called it Caramel" not in blind
+
+
+async def test_a_rerankers_excerpt_is_kept_and_other_users_topics_are_never_shown(
+    deps: Deps,
+) -> None:
+    garden, zoo = await two_topics(deps)
+    rows = deps.indexer.store_messages(OTHER, new_messages(["giraffe secrets of user two"]))
+    (foreign,) = deps.store.topics.save(OTHER, [("Not yours", [rows[0]["id"]])])
+    hits = [[row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]]]
+    given = {garden: "[User]: I planted tomatoes and basil."}
+    shown, excerpts = relevant_excerpts(
+        deps.store, USER, [garden, foreign["id"], zoo], hits, 900, 60, given=given
+    )
+    assert shown == [garden, zoo]
+    assert excerpts[garden] == given[garden]
+    assert "feed a giraffe" in excerpts[zoo] and "Caramel" in excerpts[zoo]
+    assert "giraffe secrets" not in "".join(excerpts.values())

@@ -1,0 +1,189 @@
+"""Context assembly (seeds 002-004): layers, budgets, the rolling summary, auto-RAG, `/new`.
+
+The conversation is stored unarchived in the current segment, as during a live chat;
+`assemble` runs alone on real SQLite + Chroma with the local embedder. The budget
+rules alone: tests/unit/test_context_budget.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage
+from core.state import ResponseState, SelectedTopic
+from nodes.response.assemble import make_assemble, topics_section
+from nodes.response.session_summary import make_extractive_summary, make_summarise
+from nodes.shared.budget import tokens
+from tests.support.messages import new_messages
+from tests.support.openai_server import ScriptedOpenAI, http_error
+
+pytestmark = pytest.mark.timeout(60)
+
+USER = 1
+NOW = "2026-03-02T12:00:00+00:00"
+PASSPORT = "My passport expires on 12 May 2027, and the renewal at the Bürgeramt costs 70 euros."
+FILLER = [
+    "Let's plan the week: gym on Monday and Thursday, groceries on Wednesday evening.",
+    "Sounds good, I'll put the gym sessions in your calendar.",
+    "Also remind me to call the plumber about the kitchen sink on Tuesday.",
+    "Noted, a reminder for the plumber on Tuesday morning.",
+    "What should I cook for dinner with chickpeas and spinach?",
+    "A chickpea and spinach curry with coconut milk takes thirty minutes.",
+    "Nice, and a dessert idea that is not too sweet?",
+    "Baked apples with cinnamon and a spoon of yoghurt.",
+]
+WINDOW = 4
+
+
+def runtime(**context: Any):
+    from langgraph.runtime import Runtime
+
+    values = {"sliding_window_messages": WINDOW, **context}
+    return Runtime(context=ResponseContext(user_id=USER, now_iso=NOW, **values))
+
+
+async def store_conversation(deps: Deps, contents: list[str], prefix: str = "m") -> list[int]:
+    rows = deps.indexer.store_messages(USER, new_messages(contents, prefix=prefix))
+    return [row["id"] for row in rows]
+
+
+async def ask(deps: Deps, question: str, prefix: str, **context: Any) -> dict:
+    """Store `question` as the user's current message, then run what the graph runs before
+    the model: the session summary (`summarise`, or its `extractive_summary` edge) and
+    `assemble`. Returns the state after them."""
+    (row,) = deps.indexer.store_messages(
+        USER,
+        [NewMessage(external_id=prefix, role="user", content=question, created_at=NOW)],
+    )
+    state = ResponseState(text=question, message_id=row["id"], selected_topics=[])
+    run = runtime(**context)
+    command = await make_summarise(deps)(state, run)
+    state.update(command.update)
+    if command.goto == "extractive_summary":
+        state.update(await make_extractive_summary(deps)(state, run))
+    else:
+        assert command.goto == "assemble"
+    return {**state, **await make_assemble(deps)(state, run)}
+
+
+def system_text(update: dict) -> str:
+    system = update["messages"][1]
+    assert isinstance(system, SystemMessage)
+    return system.text
+
+
+def chat_turns(update: dict) -> list[str]:
+    return [m.text for m in update["messages"][2:-1]]
+
+
+async def test_a_segment_within_the_window_has_no_summary_and_no_auto_rag(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Noted.", "Thanks!"])
+    update = await ask(deps, "When does my passport expire?", "q")
+    assert list(update["context_layers"]) == ["system", "window", "current"]
+    system = system_text(update)
+    assert "<session_summary>" not in system
+    assert "From earlier in this conversation" not in system
+    assert chat_turns(update) == [PASSPORT, "Noted.", "Thanks!"]
+    assert update["messages"][-1] == HumanMessage("When does my passport expire?")
+    assert deps.store.sessions.summary(USER, 0) is None
+
+
+async def test_a_longer_segment_gets_the_summary_and_auto_rag_before_the_window(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    update = await ask(deps, "When does my passport expire and what does renewal cost?", "q")
+    assert list(update["context_layers"]) == ["system", "summary", "auto_rag", "window", "current"]
+    system = system_text(update)
+    assert system.index("<session_summary>") < system.index("<earlier_in_conversation>")
+    earlier = system[system.index("<earlier_in_conversation>") :]
+    assert "From earlier in this conversation:" in earlier
+    assert PASSPORT in earlier
+    window = chat_turns(update)
+    assert window == FILLER[-WINDOW:]
+    assert not any(message in earlier for message in window)
+    assert isinstance(update["messages"][2], HumanMessage)
+    assert isinstance(update["messages"][3], AIMessage)
+    assert update["context_layers"]["auto_rag"] <= 400
+    summary = deps.store.sessions.summary(USER, 0)
+    assert summary["written_by"] == "extractive"
+    assert (summary["first_seq"], summary["last_seq"]) == (1, 6)
+    assert "passport expires on 12 May 2027" in summary["summary"]
+    assert FILLER[-1] not in summary["summary"]
+
+
+async def test_short_replies_never_pull_earlier_messages(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    update = await ask(deps, "ok", "q")
+    assert "auto_rag" not in update["context_layers"]
+    assert "summary" in update["context_layers"]
+
+
+async def test_the_summariser_rewrites_the_summary_every_n_messages(
+    make_deps: Callable[..., Deps], fake_model: Callable[..., Any]
+):
+    model = fake_model("Summary one: passport until May 2027.", "Summary two: plus groceries.")
+    deps = make_deps(models={"summariser": model})
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER[:6]])
+    first = await ask(deps, "And the plumber?", "q1", summary_refresh_messages=3)
+    assert "Summary one: passport until May 2027." in system_text(first)
+    assert len(model.prompts) == 1
+    assert "(none yet)" in model.prompts[0][1].text
+    assert PASSPORT in model.prompts[0][1].text
+
+    await store_conversation(deps, ["The plumber comes at nine."], prefix="a1")
+    second = await ask(deps, "And dessert?", "q2", summary_refresh_messages=3)
+    assert len(model.prompts) == 1  # two more messages left the window: not yet due
+    assert "Summary one" in system_text(second)
+
+    await store_conversation(deps, ["Baked apples it is."], prefix="a2")
+    third = await ask(deps, "Anything else?", "q3", summary_refresh_messages=3)
+    assert len(model.prompts) == 2
+    refresh = model.prompts[1][1].text
+    assert "Summary one: passport until May 2027." in refresh  # the previous summary
+    assert PASSPORT not in refresh  # only the messages that left the window since
+    assert "Summary two: plus groceries." in system_text(third)
+    assert deps.store.sessions.summary(USER, 0)["written_by"] == "llm"
+
+
+async def test_a_failing_summariser_leaves_an_extractive_summary(make_deps: Callable[..., Deps]):
+    async with ScriptedOpenAI() as server:
+        server.script(http_error(503))
+        model = server.chat_model()
+        deps = make_deps(models={"summariser": model})
+        await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+        update = await ask(deps, "Plans?", "q")
+    assert update["summary_fallback"] == "api_error"
+    assert "passport expires on 12 May 2027" in system_text(update)
+    assert deps.store.sessions.summary(USER, 0)["written_by"] == "extractive"
+
+
+async def test_new_starts_a_segment_that_sees_nothing_of_the_last(deps: Deps):
+    await store_conversation(deps, [PASSPORT, "Got it, May 2027.", *FILLER])
+    assert deps.store.sessions.start_new_segment(USER) == 1
+    await store_conversation(deps, FILLER[:6], prefix="n")
+    update = await ask(deps, "When does my passport expire?", "q")
+    system = system_text(update)
+    assert "passport" not in system.lower()
+    assert deps.store.sessions.summary(USER, 1)["first_seq"] == 11  # segment 1's own start
+    assert chat_turns(update) == FILLER[2:6]
+    assert {m["segment"] for m in deps.store.messages.recent(USER, 7)} == {1}
+
+
+async def test_recalled_topics_stay_within_their_budget(deps: Deps):
+    rows = deps.indexer.store_messages(
+        USER,
+        new_messages([f"{i}: " + "a long message about the garden " * 20 for i in range(6)]),
+    )
+    (topic,) = deps.store.topics.save(USER, [("Garden plans", [row["id"] for row in rows])])
+    selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
+    small = topics_section(deps.store, USER, selected, budget=300)
+    assert tokens(small) <= 300
+    assert "=== Topic" in small and "- Topic " in small and "the garden" in small
+    whole = topics_section(deps.store, USER, selected, budget=8000)
+    assert tokens(whole) > 300 and "5: a long message" in whole
+    assert topics_section(deps.store, USER, [], budget=8000) == ""

@@ -1,0 +1,388 @@
+"""The response graph over real SQLite + Chroma: nodes alone and whole turns, with the real
+`ChatOpenAI` against the scripted OpenAI-compatible server.
+
+User 1 and user 2 have archived conversations on the same subjects (a Postgres upgrade,
+a sick cat) with different details; user 2's hold a secret that must never reach user 1.
+The topology, the routers and the pure helpers: tests/unit/test_response_routing.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage
+from core.state import ResponseState, SelectedTopic
+from graphs.response import build_response_graph
+from nodes.response.enrich import make_enrich
+from nodes.response.finalize import make_finalize
+from nodes.response.offline_answer import WORDING, make_offline_answer
+from nodes.response.search import topic_candidates
+from prompts import responder as responder_prompt
+from stores.embedders import Embedder
+from tests.support.messages import new_messages
+from tests.support.models import recording_model
+from tests.support.openai_server import ScriptedOpenAI, empty_reply, http_error, reply, tool_call
+from tests.support.services import local_deps
+from tests.support.worlds import (
+    OTHER_USER,
+    RESPONSE_SECRET,
+    USER,
+    ResponseWorld,
+    build_response_world,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+NOW = "2026-03-20T10:00:00+00:00"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
+) -> AsyncIterator[ResponseWorld]:
+    """No chat models at all: the non-LLM path end to end. Shared by the module's tests,
+    which only add turns to user 1's conversation."""
+    deps = local_deps(tmp_path_factory.mktemp("response") / "data", embedder)
+    yield await build_response_world(deps)
+    deps.close()
+
+
+@pytest_asyncio.fixture
+async def llm_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> ResponseWorld:
+    """The responder on the scripted server; enricher and reranker take their non-LLM paths."""
+    return await build_response_world(make_deps(models={"responder": server.chat_model()}))
+
+
+async def run_graph(world: ResponseWorld, text: str, **context: Any) -> ResponseState:
+    """Store `text` as user 1's message and run one turn on it."""
+    (row,) = world.deps.indexer.store_messages(
+        USER,
+        [NewMessage(external_id=f"q-{text[:20]}", role="user", content=text, created_at=NOW)],
+    )
+    graph = build_response_graph(world.deps).compile()
+    return await graph.ainvoke(
+        {"text": text, "message_id": row["id"]},
+        context=ResponseContext(user_id=USER, now_iso=NOW, **context),
+    )
+
+
+def runtime(**context: Any) -> Runtime[ResponseContext]:
+    return Runtime(context=ResponseContext(user_id=USER, now_iso=NOW, **context))
+
+
+# -- enrich --------------------------------------------------------------------------------
+
+
+async def test_enrich_shows_the_date_recent_messages_and_the_dont_guess_rule(
+    make_deps: Callable[..., Deps],
+):
+    model = recording_model("мениск колено физиотерапевт")
+    deps = make_deps(models={"enricher": model})
+    rows = deps.indexer.store_messages(
+        USER, new_messages([f"earlier message {i}" for i in range(7)] + ["А что с ним?"])
+    )
+    command = await make_enrich(deps)(
+        ResponseState(text="А что с ним?", message_id=rows[-1]["id"]), runtime()
+    )
+    assert (command.goto, command.update) == (
+        "search",
+        {"query": "мениск колено физиотерапевт", "enrich_fallback": None},
+    )
+    system, user = (message.text for message in model.prompts[0])
+    assert "DO NOT GUESS" in system and "MinIO" in system
+    assert "<date>2026-03-20 10:00 (Friday)</date>" in user
+    assert [f"earlier message {i}" in user for i in range(7)] == [False, False] + [True] * 5
+    assert user.count("А что с ним?") == 1  # the current message only once, as current
+
+
+async def test_enrich_falls_back_to_the_raw_text_when_the_model_fails(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    server.script(http_error(500))
+    deps = make_deps(models={"enricher": server.chat_model()})
+    command = await make_enrich(deps)(ResponseState(text="Postgres error?"), runtime())
+    assert (command.goto, command.update) == ("raw_query", {"enrich_fallback": "api_error"})
+
+
+# -- search -------------------------------------------------------------------------------
+
+
+async def test_search_never_returns_another_users_topics_or_facts(world: ResponseWorld):
+    context = ResponseContext(user_id=USER)
+    for query in ("Postgres 16 upgrade dump restore minutes", RESPONSE_SECRET, "secret project"):
+        candidates = topic_candidates(world.deps, context, [query])
+        assert candidates, query
+        assert {c["id"] for c in candidates} <= world.user_topics
+    graph = build_response_graph(world.deps).compile()
+    state = await graph.ainvoke(
+        {"text": f"How long: {RESPONSE_SECRET}? secret project?"},
+        context=ResponseContext(user_id=USER, now_iso=NOW),
+    )
+    assert {c["id"] for c in state["candidates"]} <= world.user_topics
+    assert world.other_fact not in {f["id"] for f in state["fact_candidates"]}
+    assert "97 minutes" not in state["answer"]
+    assert "secret project" not in state["answer"].lower()
+
+
+async def test_search_finds_a_russian_conversation_from_an_english_question(world: ResponseWorld):
+    candidates = topic_candidates(
+        world.deps, ResponseContext(user_id=USER), ["What did the vet diagnose my cat with?"]
+    )
+    cat_topic = world.deps.store.messages.by_ids(USER, [7])[0]["topic_id"]
+    assert candidates[0]["id"] == cat_topic
+    assert candidates[0]["score"] > candidates[-1]["score"]
+
+
+# -- the memory-only answer ------------------------------------------------------------------
+
+
+async def test_without_any_model_the_answer_quotes_the_recalled_topic(world: ResponseWorld):
+    state = await run_graph(world, "What did the vet say about my cat?")
+    assert state["answered_by"] == "memory"
+    assert state["respond_fallback"] == "no_model"
+    assert state["rerank_fallback"] == "no_model"
+    answer = state["answer"]
+    assert answer.startswith(WORDING["en"].intro)
+    assert "**2026-03-02**" in answer
+    assert "хроническая болезнь почек, вторая стадия" in answer
+    assert "> You (" in answer
+
+
+async def test_the_memory_only_answer_speaks_russian_to_a_russian_question(world: ResponseWorld):
+    state = await run_graph(world, "Сколько заняли дамп и восстановление на стейджинге?")
+    assert state["answer"].startswith(WORDING["ru"].intro)
+    assert "dump and restore took 14 minutes" in state["answer"]
+    assert RESPONSE_SECRET not in state["answer"]
+
+
+async def test_the_memory_only_answer_says_when_nothing_was_recalled(deps: Deps):
+    update = await make_offline_answer(deps)(
+        ResponseState(text="Do you remember my dog?", selected_topics=[]), runtime()
+    )
+    assert update == {"answer": WORDING["en"].nothing, "answered_by": "memory"}
+
+
+async def test_the_memory_only_answer_quotes_the_conversation_going_on(deps: Deps):
+    passport = "My passport expires on 12 May 2027 and the renewal costs 70 euros."
+    deps.indexer.store_messages(
+        USER, new_messages([passport, "Noted, May 2027.", "Thanks a lot, see you later!"])
+    )
+    graph = build_response_graph(deps).compile()
+    state = await graph.ainvoke(
+        {"text": "When does my passport expire?"},
+        context=ResponseContext(user_id=USER, now_iso=NOW),
+    )
+    answer = state["answer"]
+    assert answer.startswith(WORDING["en"].intro)
+    conversation = answer[answer.index(WORDING["en"].conversation) :]
+    assert f"> You (2026-03-02 09:00): {passport}" in conversation
+    assert "Thanks a lot" not in answer
+
+
+async def test_the_memory_only_answer_quotes_at_most_three_messages_per_topic(world: ResponseWorld):
+    topic_id = next(iter(world.user_topics))
+    update = await make_offline_answer(world.deps)(
+        ResponseState(
+            text="Postgres",
+            query="Postgres",
+            selected_topics=[SelectedTopic(id=topic_id, reason="r", excerpt=None, score=1.0)],
+        ),
+        runtime(),
+    )
+    quotes = [line for line in update["answer"].splitlines() if line.startswith("> ")]
+    assert 1 <= len(quotes) <= 3
+
+
+# -- finalize -----------------------------------------------------------------------------
+
+
+async def test_finalize_stores_the_sanitised_answer_once(deps: Deps):
+    (question,) = deps.indexer.store_messages(
+        USER, [NewMessage(external_id="q1", role="user", content="Hi", created_at=NOW)]
+    )
+    state = ResponseState(text="Hi", message_id=question["id"], answer="Hello!</s>")
+    finalize = make_finalize(deps)
+    update = await finalize(state, runtime())
+    await finalize(state, runtime())  # a resumed run stores nothing twice
+    assert update == {"answer": "Hello!", "sanitized": ["artefact </s>"]}
+    stored = deps.store.messages.all_of(USER)
+    assert [(m["role"], m["content"], m["external_id"]) for m in stored] == [
+        ("user", "Hi", "q1"),
+        ("assistant", "Hello!", f"reply-to-{question['id']}"),
+    ]
+    assert deps.vectors.count("messages", USER) == 2
+
+
+# -- the responder through the real ChatOpenAI --------------------------------------------
+
+
+def request(server: ScriptedOpenAI, index: int) -> dict[str, Any]:
+    return server.chat_requests[index].json_body
+
+
+async def test_a_plain_answer_is_stored_and_the_context_has_its_layers(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(reply("Dump and restore took 14 minutes on staging."))
+    state = await run_graph(llm_world, "How long did the Postgres restore take on staging?")
+    assert state["answered_by"] == "responder"
+    assert state["answer"] == "Dump and restore took 14 minutes on staging."
+    body = request(server, 0)
+    assert [tool["function"]["name"] for tool in body["tools"]] == [
+        "search_history",
+        "manage_memory",
+        "get_topics_content",
+    ]
+    system = body["messages"][0]["content"]
+    assert "<date>2026-03-20 10:00 (Friday)</date>" in system
+    assert f"- [{llm_world.user_fact}] Lives in Berlin with Ira" in system
+    assert "<recalled_topics>" in system and "dump and restore took 14 minutes" in system
+    assert RESPONSE_SECRET not in system
+    assert body["messages"][-1] == {
+        "role": "user",
+        "content": "How long did the Postgres restore take on staging?",
+    }
+    assert list(state["context_layers"]) == ["system", "topics", "current"]  # all archived
+    assert state["context_tokens"] >= sum(state["context_layers"].values())
+    assert llm_world.deps.store.messages.all_of(USER)[-1]["content"] == state["answer"]
+
+
+async def test_tool_loop_stops_at_the_limit_and_synthesises_without_tools(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(
+        tool_call("search_history", {"query": "Postgres upgrade"}),
+        tool_call("search_history", {"query": "pg_dumpall"}),
+        reply("It took 14 minutes."),
+    )
+    state = await run_graph(
+        llm_world, "Remind me about the Postgres upgrade", max_tool_iterations=2
+    )
+    assert len(server.chat_requests) == 3
+    assert "tools" in request(server, 0) and "tools" in request(server, 1)
+    synthesis = request(server, 2)
+    assert "tools" not in synthesis and "tool_choice" not in synthesis
+    assert "tool budget for this turn is spent" in synthesis["messages"][-1]["content"]
+    tool_results = [m["content"] for m in synthesis["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == 2 and "dump and restore took 14 minutes" in tool_results[0]
+    assert RESPONSE_SECRET not in "".join(tool_results)
+    assert state["answered_by"] == "synthesis"
+    assert state["tool_rounds"] == 2
+    assert state["answer"] == "It took 14 minutes."
+    assert not server.unscripted
+
+
+async def test_an_empty_reply_is_retried_once(llm_world: ResponseWorld, server: ScriptedOpenAI):
+    server.script(empty_reply(), reply("Here it is."))
+    state = await run_graph(llm_world, "Anything about Postgres?")
+    assert len(server.chat_requests) == 2
+    assert request(server, 0)["messages"] == request(server, 1)["messages"]
+    assert (state["answer"], state["answered_by"], state["empty_replies"]) == (
+        "Here it is.",
+        "responder",
+        1,
+    )
+
+
+async def test_a_second_empty_reply_gives_the_memory_only_answer(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(empty_reply(), reply("</s>"))
+    state = await run_graph(llm_world, "Anything about Postgres?")
+    assert len(server.chat_requests) == 2
+    assert state["respond_fallback"] == "empty_reply"
+    assert state["answered_by"] == "memory"
+    assert state["answer"].startswith(WORDING["en"].intro)
+    assert "dump and restore took 14 minutes" in state["answer"]
+
+
+async def test_an_api_error_gives_the_memory_only_answer(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(http_error(500, "provider down"))
+    state = await run_graph(llm_world, "Что сказал ветеринар про Марципана?")
+    assert state["respond_fallback"] == "api_error"
+    assert "Error code: 500 - provider down" in state["respond_error"]
+    assert state["answer"].startswith(WORDING["ru"].intro)
+    assert "хроническая болезнь почек" in state["answer"]
+    assert llm_world.deps.store.messages.all_of(USER)[-1]["content"] == state["answer"]
+
+
+async def test_manage_memory_refuses_another_users_fact(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(
+        tool_call("manage_memory", {"action": "delete", "fact_id": llm_world.other_fact}),
+        reply("I could not delete that."),
+    )
+    await run_graph(llm_world, "Forget the secret project")
+    (tool_result,) = [m for m in request(server, 1)["messages"] if m["role"] == "tool"]
+    assert "manage_memory refused" in tool_result["content"]
+    assert f"fact {llm_world.other_fact} not found" in tool_result["content"]
+    assert llm_world.deps.store.facts.get(OTHER_USER, llm_world.other_fact)
+    assert [f["id"] for f in llm_world.deps.store.facts.all_of(USER)] == [llm_world.user_fact]
+
+
+async def test_manage_memory_adds_for_the_run_user_whatever_the_arguments_say(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    server.script(
+        tool_call(
+            "manage_memory",
+            {
+                "action": "add",
+                "content": "Has a cat named Marzipan",
+                "fact_type": "context",
+                "importance": 70,
+                "user_id": OTHER_USER,
+            },
+        ),
+        tool_call(
+            "manage_memory",
+            {"action": "update", "fact_id": llm_world.user_fact, "importance": 100},
+        ),
+        reply("Noted."),
+    )
+    await run_graph(llm_world, "Remember that my cat is Marzipan")
+    store = llm_world.deps.store
+    facts = {f["content"]: f for f in store.facts.all_of(USER)}
+    assert facts["Has a cat named Marzipan"]["importance"] == 70
+    assert facts["Lives in Berlin with Ira"]["importance"] == 100
+    assert [f["content"] for f in store.facts.all_of(OTHER_USER)] == ["Has a secret project"]
+    assert llm_world.deps.vectors.count("facts", USER) == 2
+
+
+async def test_get_topics_content_reads_only_the_run_users_topics(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    other_topic = next(iter(llm_world.other_topics))
+    server.script(
+        tool_call("get_topics_content", {"ids": [other_topic]}),
+        reply("Nothing there."),
+    )
+    await run_graph(llm_world, "Show me topic content")
+    (tool_result,) = [m for m in request(server, 1)["messages"] if m["role"] == "tool"]
+    assert RESPONSE_SECRET not in tool_result["content"]
+    assert "No content is available" in tool_result["content"]
+
+
+async def test_the_responder_binds_the_three_tools(make_deps: Callable[..., Deps]):
+    model = recording_model(AIMessage("Hello there."))
+    deps = make_deps(models={"responder": model})
+    graph = build_response_graph(deps).compile()
+    state = await graph.ainvoke(
+        {"text": "Hello"}, context=ResponseContext(user_id=USER, now_iso=NOW)
+    )
+    assert model.bound_tools == [["search_history", "manage_memory", "get_topics_content"]]
+    assert state["answer"] == "Hello there."
+    assert isinstance(model.prompts[0][-1], HumanMessage)
+    assert not any(isinstance(m, ToolMessage) for m in model.prompts[0])
+    assert responder_prompt.NO_PROFILE in model.prompts[0][0].text

@@ -1,0 +1,53 @@
+"""Settings and services built for a test: never from `.env` or the environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from core.context import MemoryContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from core.ports import Embedder
+from core.settings import Settings
+from stores.services import build_deps
+
+
+def isolated_settings(data_dir: Path, **overrides: Any) -> Settings:
+    """Settings from defaults and `overrides` only (no `.env`, no environment)."""
+    return Settings(_env_file=None, data_dir=data_dir, **overrides)
+
+
+def local_deps(
+    data_dir: Path, embedder: Embedder, models: dict[str, Any] | None = None, **overrides: Any
+) -> Deps:
+    """Real SQLite + Chroma in `data_dir` with this embedder and exactly these chat models
+    (none by default: every agent takes its non-LLM path)."""
+    settings = isolated_settings(data_dir, **overrides)
+    return build_deps(settings, models=ModelRegistry.fixed(models or {}), embedder=embedder)
+
+
+def memory_runtime(user_id: int = 1, **overrides: Any) -> Runtime[MemoryContext]:
+    """The runtime a memory-graph node receives, for calling a node alone."""
+    return Runtime(context=MemoryContext(user_id=user_id, **overrides))
+
+
+@contextmanager
+def closing_each(build: Callable[..., Deps]) -> Iterator[Callable[..., Deps]]:
+    """`build` as it is, except that every `Deps` it made is closed when the block ends."""
+    opened: list[Deps] = []
+
+    def make(*args: Any, **kwargs: Any) -> Deps:
+        deps = build(*args, **kwargs)
+        opened.append(deps)
+        return deps
+
+    try:
+        yield make
+    finally:
+        for deps in opened:
+            deps.close()

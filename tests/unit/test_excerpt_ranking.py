@@ -1,0 +1,64 @@
+"""Relevant messages of recalled topics: the ranking, worked out by hand (the cut the
+context assembly makes with it on a real store: tests/integration/test_excerpts.py)."""
+
+from __future__ import annotations
+
+from nodes.response.excerpts import LEAD_HITS, NEIGHBOUR_HITS, rank_topic_messages
+
+
+def test_messages_rank_by_topic_hits_and_the_neighbours_of_hits() -> None:
+    # k=1. Priors: topic 10 (rank 1) 1/2 for 1, 2, 3; topic 20 (rank 2) 1/3 for 4, 5.
+    # Hit 5 at rank 1 votes 1/2 and lends its neighbour 4 0.7 * 1/2. 99 is in no topic:
+    # it takes rank 2 but gets nothing. Hit 2 at rank 3 votes 1/4 and lends 1 and 3
+    # 0.7 * 1/4. Scores: 1: 0.675, 2: 0.75, 3: 0.675, 4: 0.683, 5: 0.833 (ties: topic
+    # rank, then conversation order).
+    topics = [(10, [1, 2, 3]), (20, [4, 5])]
+    assert rank_topic_messages(topics, [[5, 99, 2]], k=1) == [
+        (20, 5),
+        (10, 2),
+        (20, 4),
+        (10, 1),
+        (10, 3),
+    ]
+    # No hits: topics in rank order, each in conversation order.
+    assert rank_topic_messages(topics, [], k=1) == [(10, 1), (10, 2), (10, 3), (20, 4), (20, 5)]
+    assert rank_topic_messages([], [[1, 2]], k=60) == []
+
+
+def test_only_top_hits_lend_their_neighbours_a_share() -> None:
+    # One topic (equal priors). Hit 2 at rank NEIGHBOUR_HITS votes 1/21 and lends 1 and 3
+    # 0.7/21 each; hit 4 just below votes 1/22 and lends nothing, so 3 stays behind 4
+    # (were 4 to lend 0.7/22, 3 would rank first).
+    fillers = list(range(100, 100 + NEIGHBOUR_HITS - 1))
+    order = rank_topic_messages([(7, [1, 2, 3, 4])], [[*fillers, 2, 4]], k=1)
+    assert [message_id for _, message_id in order] == [2, 4, 1, 3]
+
+
+def test_hits_of_several_queries_add_up() -> None:
+    # k=1, one-message topics (no neighbours). Priors: 1: 1/2, 2: 1/3, 3: 1/4.
+    # Both lists: 1: 1/2 + 1/2 = 1.0, 2: 1/3 + 1/2 = 0.833, 3: 1/4 + 1/3 + 1/3 = 0.917.
+    # The second list alone: 1: 0.5, 2: 0.833, 3: 0.583.
+    topics = [(7, [1]), (9, [2]), (8, [3])]
+    assert rank_topic_messages(topics, [[1, 3], [2, 3]], k=1, lead=0) == [
+        (7, 1),
+        (8, 3),
+        (9, 2),
+    ]
+    assert rank_topic_messages(topics, [[2, 3]], k=1, lead=0) == [(9, 2), (8, 3), (7, 1)]
+
+
+def test_the_best_hits_lead_whatever_their_score() -> None:
+    # k=1. Priors: 1, 2: 1/2; 3, 4, 5: 1/3. List A [5, 3, 2] votes 1/2, 1/3, 1/4 and
+    # lends 0.7 of each to the neighbours (5 -> 4, 3 -> 4, 2 -> 1); list B [4, 2] votes
+    # 1/2, 1/3 (4 -> 3 and 5, 2 -> 1). Fused: 1: 0.908, 2: 1.083, 3: 1.017, 4: 1.417,
+    # 5: 1.183. Best hits by rank, then list: 5 (A1), 4 (B1), 3 (A2), 2 (B2).
+    topics = [(10, [1, 2]), (20, [3, 4, 5])]
+    hits = [[5, 3, 2], [4, 2]]
+    ranked = {
+        lead: [m for _, m in rank_topic_messages(topics, hits, k=1, lead=lead)]
+        for lead in (0, 2, 3)
+    }
+    assert ranked[0] == [4, 5, 2, 3, 1]
+    assert ranked[2] == [5, 4, 2, 3, 1]
+    assert ranked[3] == [5, 4, 3, 2, 1]  # 3 leads although 2's fused score is higher
+    assert [m for _, m in rank_topic_messages(topics, hits, k=1)] == ranked[LEAD_HITS]

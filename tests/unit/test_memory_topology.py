@@ -1,0 +1,68 @@
+"""Topology snapshot of the memory graph: a removed or rewired edge (the `segment`
+fallback above all) fails here rather than silently in production."""
+
+from __future__ import annotations
+
+import re
+
+from core.deps import Deps
+from graphs.memory import build_memory_graph
+from nodes.memory.chunking import route_after_load
+from tests.support.memory import MEMORY_NODES
+
+EDGE = re.compile(r"^\s*(\S+) (?:-->|-\.->|-\. &nbsp;(.+?)&nbsp; \.->) (\S+);$")
+FALLBACK = "no_model / api_error / timeout / invalid_output / empty_reply"
+
+# (source, label: None for a plain edge, "" for an unlabelled conditional one, target)
+EXPECTED_EDGES = {
+    ("__start__", None, "load_chunk"),
+    ("load_chunk", "", "split"),
+    ("load_chunk", "", "__end__"),
+    ("load_chunk", "", "extract_facts"),
+    ("split", "topics", "validate"),
+    ("split", FALLBACK, "segment"),
+    ("segment", None, "validate"),
+    ("validate", None, "embed"),
+    ("embed", None, "save"),
+    ("save", None, "merge"),
+    ("merge", "merged", "extract_facts"),
+    ("merge", FALLBACK, "merge_by_rule"),
+    ("merge_by_rule", None, "extract_facts"),
+    ("extract_facts", "facts", "__end__"),
+    ("extract_facts", FALLBACK, "defer_facts"),
+    ("defer_facts", None, "__end__"),
+}
+
+
+def mermaid_edges(mermaid: str) -> set[tuple[str, str | None, str]]:
+    edges = set()
+    for line in mermaid.splitlines():
+        match = EDGE.match(line)
+        if match:
+            source, label, target = match.groups()
+            plain = "-.->" not in line and "&nbsp;" not in line
+            edges.add((source, None if plain else (label or ""), target))
+    return edges
+
+
+def test_the_memory_graph_has_exactly_the_expected_edges(deps: Deps):
+    mermaid = build_memory_graph(deps).compile().get_graph(xray=True).draw_mermaid()
+    assert mermaid_edges(mermaid) == EXPECTED_EDGES
+
+
+def test_the_memory_graph_has_exactly_the_expected_nodes(deps: Deps):
+    graph = build_memory_graph(deps).compile().get_graph(xray=True)
+    assert set(graph.nodes) == {"__start__", *MEMORY_NODES, "__end__"}
+
+
+def test_the_edge_parser_sees_every_kind_of_arrow():
+    sample = "graph TD;\n\ta --> b;\n\tb -.-> c;\n\tc -. &nbsp;x / y&nbsp; .-> d;\n\tclassDef x\n"
+    assert mermaid_edges(sample) == {("a", None, "b"), ("b", "", "c"), ("c", "x / y", "d")}
+
+
+def test_the_router_after_load_chunk_is_pure_and_total():
+    assert route_after_load({"chunk": [{"id": 1}]}) == "split"
+    assert route_after_load({"chunk": []}) == "__end__"
+    assert route_after_load({}) == "__end__"
+    assert route_after_load({"chunk": [], "facts_pending": True}) == "extract_facts"
+    assert route_after_load({"chunk": [{"id": 1}], "facts_pending": True}) == "split"
