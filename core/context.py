@@ -7,7 +7,9 @@ from the process's settings in `from_settings`, so each default is written once.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Self
+from typing import Any, Self, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
 
 from core.settings import Settings
 
@@ -30,6 +32,40 @@ class FromSettings:
     def derived(cls, settings: Settings) -> dict[str, Any]:
         """Fields computed from settings of another name or unit."""
         return {}
+
+
+class InvalidContext(ValueError):
+    """A run's context with a field missing or of the wrong type."""
+
+
+C = TypeVar("C", bound=FromSettings)
+
+
+def checked(context_type: type[C]) -> type[C]:
+    """`context_type` whose constructor checks the fields' types and reports a missing or
+    invalid field in one sentence, for a server that builds the context from JSON
+    (LangGraph Studio): the run fails with that sentence instead of a `TypeError` from
+    the constructor, or a wrong type failing later inside a node."""
+    adapter = TypeAdapter(context_type)
+
+    def __init__(self: C, **values: Any) -> None:
+        try:
+            valid = adapter.validate_python(values)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+                for problem in error.errors()
+            )
+            raise InvalidContext(
+                f"invalid run context ({problems}). Set the context in the assistant's "
+                'configuration, e.g. {"user_id": 1}'
+            ) from None
+        context_type.__init__(self, **{f.name: getattr(valid, f.name) for f in fields(valid)})
+
+    namespace = {"__init__": __init__, "__doc__": context_type.__doc__}
+    return dataclass(kw_only=True, init=False)(
+        type(context_type.__name__, (context_type,), namespace)
+    )
 
 
 @dataclass(kw_only=True)

@@ -1,12 +1,16 @@
 """`langgraph dev` serves the three graphs offline; the SDK runs the memory and response graphs.
 
 The server is a real `langgraph dev` process on 127.0.0.1 over a temporary data
-directory, bounded in time and stopped by its process id.
+directory, bounded in time and stopped by its process id. It runs on the project's
+`langgraph.json` with the graphs' paths made absolute and its `env` file moved to a
+temporary one, which alone names the data directory: the runs finding the seeded
+messages prove that Studio takes its settings from the env file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -41,16 +45,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         deps.close()
 
     asyncio.run(seed())
-    port = free_port()
-    environment = untraced_environment() | {
-        "TOPICA_DATA_DIR": str(data_dir),
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
+    assert config["env"] == ".env"
+    env_file = data_dir / "studio.env"
+    env_file.write_text(f"TOPICA_DATA_DIR={data_dir}\n", encoding="utf-8")
+    config |= {
+        "env": str(env_file),
+        "dependencies": [str(ROOT)],
+        "graphs": {name: str(ROOT / path) for name, path in config["graphs"].items()},
     }
+    (data_dir / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
+    port = free_port()
+    environment = untraced_environment() | {"LANGGRAPH_CLI_NO_ANALYTICS": "1"}
     log = (data_dir / "server.log").open("w")
     process = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "langgraph"),
             "dev",
+            "--config",
+            str(data_dir / "langgraph.json"),
             "--no-browser",
             "--no-reload",
             "--host",
@@ -117,3 +130,27 @@ async def test_memory_then_response_through_the_sdk(server: str) -> None:
     assert answer["answer"].strip()
     assert answer["selected_topics"], "the vet conversation was not recalled"
     assert "Марципан" in answer["answer"]
+
+
+@pytest.mark.parametrize(
+    ("context", "problem"),
+    [
+        (None, "user_id: Field required"),
+        ({}, "user_id: Field required"),
+        ({"user_id": "Alexei"}, "user_id: Input should be a valid integer"),
+        ({"user_id": 1, "rerank_max_topics": "five"}, "rerank_max_topics: Input should be"),
+    ],
+    ids=["no-context", "empty", "user-id-not-a-number", "limit-not-a-number"],
+)
+async def test_a_run_with_a_missing_or_invalid_context_fails_saying_so(
+    server: str, context: dict | None, problem: str
+) -> None:
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    with pytest.raises(Exception, match="InvalidContext") as raised:
+        await client.runs.wait(
+            thread["thread_id"], "response", input={"text": "Привет"}, context=context
+        )
+    assert problem in str(raised.value)
+    assert "assistant's configuration" in str(raised.value)
+    assert "TypeError" not in str(raised.value)
