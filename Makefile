@@ -1,37 +1,69 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+UV := $(BIN)/uv
+UV_PIP := $(UV) pip install --quiet --python $(BIN)/python
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
+DATA_DIR ?= dev-data
 
-.PHONY: install demo test test-fast lint format bench clean
+.PHONY: install demo studio test test-fast lint format lock clean
 
-# The virtual environment is rebuilt whenever the lock file changes.
-$(STAMP): requirements.lock pyproject.toml
+# Two install profiles, each from its own hashed lock file (`make lock` writes both):
+# requirements.lock is what Topica runs on (`make demo`, the bot, the CLI);
+# requirements-dev.lock adds every extra (bench, studio, postgres) and the test tools.
+# uv installs them (hash-checked); it is bootstrapped, hash-checked too, by pip.
+# A profile is reinstalled whenever its lock file or pyproject.toml changes.
+$(UV): requirements-uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r requirements-uv.lock
+	touch $(UV)
 
-install: $(STAMP)
+$(RUNTIME): requirements.lock pyproject.toml $(UV)
+	$(UV_PIP) --require-hashes -r requirements.lock
+	$(UV_PIP) --no-deps -e .
+	touch $(RUNTIME)
 
-demo: $(STAMP)
+$(DEV): requirements-dev.lock pyproject.toml $(UV)
+	$(UV_PIP) --require-hashes -r requirements-dev.lock
+	$(UV_PIP) --no-deps -e .
+	touch $(DEV)
+
+install: $(DEV)
+
+demo: $(RUNTIME)
 	$(BIN)/topica demo
 
-test: $(STAMP)
+# LangGraph Studio's local server over DATA_DIR (default dev-data), offline, on 127.0.0.1.
+studio: $(DEV)
+	TOPICA_DATA_DIR=$(DATA_DIR) $(BIN)/langgraph dev --no-browser --host 127.0.0.1
+
+test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 # The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
-test-fast: $(STAMP)
+test-fast: $(DEV)
 	$(BIN)/python -m pytest -q tests/unit
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: $(STAMP)
+format: $(DEV)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Re-resolve the lock files from pyproject.toml: the dev profile first, then the runtime
+# profile within the dev pins, so a package has one version in both.
+lock: $(UV)
+	$(UV) pip compile --quiet pyproject.toml --extra dev --generate-hashes \
+		--python-version 3.11 --custom-compile-command "make lock" -o requirements-dev.lock
+	$(UV) pip compile --quiet pyproject.toml --generate-hashes -c requirements-dev.lock \
+		--python-version 3.11 --custom-compile-command "make lock" -o requirements.lock
+	echo uv==$$($(UV) --version | cut -d' ' -f2) | $(UV) pip compile --quiet - \
+		--generate-hashes --python-version 3.11 --custom-compile-command "make lock" \
+		-o requirements-uv.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -11,6 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from core.errors import ConfigurationError
+
 METHOD_LABELS = {
     "topica": "Topica",
     "topica_topics": "Topica, whole topics",
@@ -202,8 +204,22 @@ def category_table(result: dict[str, Any]) -> str:
     )
 
 
-def save_plot(draw: Callable[[Any], str], path: Path, size: tuple[float, float]) -> None:
+def require_plots() -> None:
+    """Plots need matplotlib, from the `bench` extra: say so (before a long run)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise ConfigurationError(
+            "plots need matplotlib: install the bench extra "
+            "(pip install -e '.[bench]', or make install)"
+        ) from error
+
+
+def save_plot(
+    draw: Callable[[Any], str], path: Path, size: tuple[float, float], **legend: Any
+) -> None:
     """Draw on fresh axes (`draw` returns the title) and save as PNG, headless."""
+    require_plots()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -211,7 +227,7 @@ def save_plot(draw: Callable[[Any], str], path: Path, size: tuple[float, float])
 
     figure, axes = plt.subplots(figsize=size)
     axes.set_title(draw(axes))
-    axes.legend()
+    axes.legend(**legend)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
