@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -18,6 +18,7 @@ from app.views import topic_view
 from core.context import MemoryContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
+from core.progress import ProgressBoard
 from core.records import MessageRow, NewMessage
 from core.state import MemoryState
 from core.tracing import run_config, user_key
@@ -38,7 +39,7 @@ async def archive_user(
     archive_all: bool = False,
     checkpointer: BaseCheckpointSaver | None = None,
     now_ts: float | None = None,
-    on_chunk: Callable[[MemoryState], None] | None = None,
+    progress: ProgressBoard | None = None,
 ) -> list[MemoryState]:
     """Run the memory graph until no chunk of this user is ready; one result per chunk.
 
@@ -46,6 +47,7 @@ async def archive_user(
     resumed from its last completed step before new chunks are taken. Each
     step's checkpoint is written before the next step starts (durability
     "sync"): a memory run is a handful of steps, and losing one costs more.
+    With a progress board, the messages archived are counted against those waiting.
     """
     graph = build_memory_graph(deps).compile(checkpointer=checkpointer, name="memory")
     context = MemoryContext.from_settings(
@@ -53,11 +55,17 @@ async def archive_user(
     )
     config = memory_thread(user_id)
     results: list[MemoryState] = []
+    archiving = None
+    if progress is not None:
+        waiting = await asyncio.to_thread(deps.store.messages.unarchived, user_id)
+        archiving = progress.task("archiving", total=len(waiting), unit="messages")
 
     def finished(state: MemoryState) -> None:
         results.append(state)
-        if on_chunk is not None:
-            on_chunk(state)
+        if archiving is not None:
+            topics = sum(len(result.get("saved_topic_ids", [])) for result in results)
+            archiving.update(description=f"archiving: {len(results)} chunks → {topics} topics")
+            archiving.advance(len(state["chunk"]))
 
     await asyncio.to_thread(deps.indexer.index_all, user_id)
     if checkpointer is not None:
@@ -79,6 +87,8 @@ async def archive_user(
         await asyncio.to_thread(deps.indexer.index_all, user_id)
     except VectorStoreUnavailable as error:
         log.warning("memory run for user %s: indexing postponed: %s", user_key(user_id), error)
+    if archiving is not None:
+        archiving.finish()
     return results
 
 
@@ -88,13 +98,17 @@ async def ingest(
     user_id: int,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
-    on_chunk: Callable[[MemoryState], None] | None = None,
+    progress: ProgressBoard | None = None,
 ) -> dict[str, Any]:
     """Store a saved session's messages, archive everything, and report what became of
     them (`topica ingest --json`): topics in file order, merges, facts, fallbacks."""
+    storing = progress.task("storing and indexing", len(messages), "messages") if progress else None
     new_rows = await asyncio.to_thread(deps.indexer.store_messages, user_id, messages)
+    if storing is not None:
+        storing.update(description=f"stored and indexed ({len(new_rows)} new)")
+        storing.advance(len(messages))
     chunks = await archive_user(
-        deps, user_id, archive_all=True, checkpointer=checkpointer, on_chunk=on_chunk
+        deps, user_id, archive_all=True, checkpointer=checkpointer, progress=progress
     )
     return await asyncio.to_thread(ingest_report, deps, user_id, messages, new_rows, chunks)
 

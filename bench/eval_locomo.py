@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.memory import archive_user
 from bench.baselines import Method, Retrieval, baselines
@@ -44,6 +43,7 @@ from bench.metrics import (
 from bench.topica import Topica
 from bench.usage import counting_all
 from core.callbacks import LLMUsage
+from core.progress import ProgressBoard, progress_board
 from core.settings import AGENTS, Settings
 from stores.embedders import Embedder, build_embedder
 from stores.services import build_deps
@@ -199,7 +199,11 @@ def by_method(answers: Sequence[Answer]) -> dict[str, list[Answer]]:
 
 
 async def ingest(
-    settings: Settings, embedder: Embedder, conversation: Conversation, data_dir: Path
+    settings: Settings,
+    embedder: Embedder,
+    conversation: Conversation,
+    data_dir: Path,
+    progress: ProgressBoard | None = None,
 ) -> tuple[Corpus, dict[str, Any]]:
     """A fresh data directory with the conversation stored and archived for one user."""
     deps = build_deps(settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
@@ -207,7 +211,7 @@ async def ingest(
     started = time.perf_counter()
     with counting_all(usage):
         await asyncio.to_thread(deps.indexer.store_messages, USER_ID, conversation.messages)
-        chunks = await archive_user(deps, USER_ID, archive_all=True)
+        chunks = await archive_user(deps, USER_ID, archive_all=True, progress=progress)
     seconds = time.perf_counter() - started
     corpus = await Corpus.load(deps, USER_ID, conversation)
     topics = await asyncio.to_thread(deps.store.topics.all_of, USER_ID)
@@ -238,13 +242,11 @@ async def evaluate_conversation(
     ks: Sequence[int],
     budgets: Sequence[int],
     budget: int,
-    on_stage: Callable[[str, int], None],
-    on_question: Callable[[], None],
+    progress: ProgressBoard,
 ) -> ConversationRun:
     data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{conversation.sample_id}-"))
     try:
-        on_stage("ingesting", 0)
-        corpus, ingest_report = await ingest(settings, embedder, conversation, data_dir)
+        corpus, ingest_report = await ingest(settings, embedder, conversation, data_dir, progress)
         try:
             for method in methods:
                 await method.prepare(corpus)
@@ -253,14 +255,17 @@ async def evaluate_conversation(
             evidence_report = EvidenceReport()
             questions = [q for q in conversation.questions if q.category in ANSWERABLE]
             run = ConversationRun(conversation.sample_id, evidence_report, ingest_report)
-            on_stage("questions", len(questions))
+            asking = progress.task(
+                f"{conversation.sample_id}: questions", total=len(questions), unit="questions"
+            )
             for question in questions:
                 evidence = usable_evidence(question, known, evidence_report)
                 if evidence:
                     await answer_question(
                         run, corpus, question, evidence, methods, unit_maps, ks, budgets, budget
                     )
-                on_question()
+                asking.advance()
+            asking.finish(remove=True)
             return run
         finally:
             corpus.deps.close()
@@ -347,23 +352,10 @@ async def eval_locomo(
     console = console or Console(stderr=True)
     runs: list[ConversationRun] = []
     started = time.perf_counter()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
-        overall = progress.add_task("conversations", total=len(selected))
+    with progress_board(console) as progress:
+        overall = progress.task("conversations", total=len(selected), unit="conversations")
         for conversation in selected:
-            task = progress.add_task(f"{conversation.sample_id}: ingesting", total=None)
-
-            def on_stage(stage: str, total: int, task=task, name=conversation.sample_id) -> None:
-                progress.update(task, description=f"{name}: {stage}", total=total or None)
-
-            def on_question(task=task) -> None:
-                progress.advance(task)
-
+            overall.update(description=f"conversations: {conversation.sample_id}")
             instances = methods()
             runs.append(
                 await evaluate_conversation(
@@ -374,12 +366,10 @@ async def eval_locomo(
                     ks=ks,
                     budgets=budgets,
                     budget=budget,
-                    on_stage=on_stage,
-                    on_question=on_question,
+                    progress=progress,
                 )
             )
-            progress.remove_task(task)
-            progress.advance(overall)
+            overall.advance()
     result = results_dict(runs, settings, embedder, ks=ks, budgets=budgets, budget=budget)
     result["setup"]["methods"] = {
         method.name: getattr(method, "config", {}) for method in instances

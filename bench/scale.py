@@ -33,7 +33,6 @@ import multiprocessing
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -44,8 +43,10 @@ from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from rich.console import Console
 
 from bench.metrics import percentile
+from core.progress import ProgressBoard, progress_board
 
 DIMENSIONS = 512
 OTHER_USERS = 24
@@ -62,11 +63,6 @@ BATCH = 4000
 WORDS_PER_CLUSTER = 40
 COMMON_WORDS = 300
 SYLLABLES = ("ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "da", "pe", "zu", "ri", "mo", "le")
-
-
-def stage(size: int, text: str) -> None:
-    """Progress of one size's process, a line on stderr (sizes run in child processes)."""
-    print(f"[bench search, {size:,} topics] {text}", file=sys.stderr, flush=True)
 
 
 def query_count(most: int, size: int) -> int:
@@ -152,7 +148,9 @@ def timed_ms(samples: Sequence[float]) -> dict[str, float | None]:
     return {"p50_ms": percentile(samples, 50), "p95_ms": percentile(samples, 95)}
 
 
-async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
+async def build_store(
+    deps, synthetic: Synthetic, size: int, progress: ProgressBoard
+) -> dict[str, Any]:
     """Users' messages and topics in SQLite, then their vectors in Chroma."""
     from core.records import NewMessage
 
@@ -162,11 +160,11 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
     start = datetime(2025, 1, 1, tzinfo=UTC)
     sqlite_s = chroma_s = 0.0
     target_ids: list[int] = []
-    for number, (user_id, count) in enumerate(owners, start=1):
+    total = sum(count for _, count in owners)
+    building = progress.task(f"{size:,} topics: building the store", total, unit="topics")
+    for user_id, count in owners:
         if count == 0:
             continue
-        if number == 1 or number % 8 == 0 or number == len(owners):
-            stage(size, f"building the store: user {number}/{len(owners)} ({count:,} topics)")
         cluster_ids = synthetic.random.integers(0, synthetic.clusters, size=count)
         began = time.perf_counter()
         messages = [
@@ -214,12 +212,13 @@ async def build_store(deps, synthetic: Synthetic, size: int) -> dict[str, Any]:
                     vectors[first : first + BATCH],
                 )
         chroma_s += time.perf_counter() - began
+        building.advance(count)
         if user_id == TARGET_USER:
             target_ids = [topic["id"] for topic in topics]
     return {
         "sqlite_s": sqlite_s,
         "chroma_s": chroma_s,
-        "total_topics": sum(count for _, count in owners),
+        "total_topics": total,
         "users": len(owners),
         "target_ids": target_ids,
     }
@@ -279,7 +278,7 @@ def numpy_baseline(deps, topic_ids: Sequence[int], queries: np.ndarray) -> dict[
     }
 
 
-async def measure_size(size: int) -> dict[str, Any]:
+async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
     """Build the store for `size` topics in a temporary directory and time everything."""
     from bench.topica import build_retrieval_graph
     from core.context import ResponseContext
@@ -308,11 +307,11 @@ async def measure_size(size: int) -> dict[str, Any]:
         deps = build_deps(settings, models=ModelRegistry.fixed({}), embedder=embedder)
         rss_before = rss_mb()
         began = time.perf_counter()
-        built = await build_store(deps, synthetic, size)
+        built = await build_store(deps, synthetic, size, progress)
         build_s = time.perf_counter() - began
         rss_after = rss_mb()
 
-        stage(size, f"built in {build_s:.1f} s; {len(queries)} searches")
+        searches = progress.task(f"{size:,} topics: searches", len(queries), unit="queries")
         context = ResponseContext.from_settings(settings, user_id=TARGET_USER)
         await asyncio.to_thread(hybrid_search, deps, context, [queries[0][0]])  # warm-up
         search_samples = []
@@ -320,8 +319,10 @@ async def measure_size(size: int) -> dict[str, Any]:
             began = time.perf_counter()
             await asyncio.to_thread(hybrid_search, deps, context, [text])
             search_samples.append((time.perf_counter() - began) * 1000)
-
-        stage(size, f"search p50 {percentile(search_samples, 50):.0f} ms; retrieval")
+            searches.advance()
+        retrievals = progress.task(
+            f"{size:,} topics: retrievals", len(retrieval_queries), unit="queries"
+        )
         graph = build_retrieval_graph(deps).compile(name="retrieval")
         retrieval_samples = []
         candidates = []
@@ -330,13 +331,16 @@ async def measure_size(size: int) -> dict[str, Any]:
             state = await graph.ainvoke({"text": text}, context=context)
             retrieval_samples.append((time.perf_counter() - began) * 1000)
             candidates.append(len(state.get("candidates") or []))
-        stage(size, "brute-force numpy baseline and one bare Chroma query")
+            retrievals.advance()
+        baselines = progress.task(f"{size:,} topics: numpy, bare Chroma", 2, unit="baselines")
         query_vectors = np.stack([vector for _, vector in queries])
         baseline = await asyncio.to_thread(numpy_baseline, deps, built["target_ids"], query_vectors)
+        baselines.advance()
         deps.close()
         chroma_alone = await asyncio.to_thread(
             chroma_query_alone, directory, baseline.pop("index"), query_vectors
         )
+        baselines.advance()
         encoder = build_embedder(Settings(_env_file=None, data_dir=directory))
         encoder.encode(["warm-up"])
         encoding_samples = []
@@ -368,7 +372,9 @@ async def measure_size(size: int) -> dict[str, Any]:
 
 
 def _measure_in_process(size: int) -> dict[str, Any]:
-    return asyncio.run(measure_size(size))
+    """One size in a child process, showing its progress on the inherited stderr."""
+    with progress_board(Console(stderr=True)) as progress:
+        return asyncio.run(measure_size(size, progress))
 
 
 async def bench_search(sizes: list[int], out: Path | None) -> dict[str, Any]:
@@ -451,34 +457,25 @@ def write_bench(result: dict[str, Any], out: Path) -> None:
 
 
 def plot_bench(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.report import save_plot
 
     sizes = [size["topics"] for size in result["sizes"]]
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for key, name in (("search", "search stage"), ("retrieval", "whole retrieval (no LLM)")):
-        for stat, style in (("p50_ms", "-o"), ("p95_ms", "--o")):
-            values = [size[key][stat] for size in result["sizes"]]
-            axes.plot(sizes, values, style, label=f"{name} {stat[:3]}")
-    for key, name, marker in (
-        ("numpy", "numpy brute force", "s"),
-        ("chroma_query", "one Chroma vector query", "^"),
-    ):
-        for stat, style in (("p50_ms", "-"), ("p95_ms", "--")):
-            values = [size[key][stat] for size in result["sizes"]]
-            axes.plot(sizes, values, style + marker, label=f"{name} {stat[:3]}")
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("topics of the user")
-    axes.set_ylabel("latency (ms)")
-    axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=8)
-    axes.set_title("Search latency against memory size")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+
+    def draw(axes: Any) -> str:
+        lines = [("search", "search stage", "o"), ("retrieval", "whole retrieval (no LLM)", "o")]
+        lines += [("numpy", "numpy brute force", "s"), ("chroma_query", "one Chroma query", "^")]
+        for key, name, marker in lines:
+            for stat, style in (("p50_ms", "-"), ("p95_ms", "--")):
+                values = [size[key][stat] for size in result["sizes"]]
+                axes.plot(sizes, values, style + marker, label=f"{name} {stat[:3]}")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("topics of the user")
+        axes.set_ylabel("latency (ms)")
+        axes.grid(alpha=0.3, which="both")
+        return "Search latency against memory size"
+
+    save_plot(draw, path, (7, 4.5), fontsize=8)
 
 
 def show_bench(result: dict[str, Any], console=None) -> None:

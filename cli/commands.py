@@ -14,7 +14,7 @@ from app.turns import chat_session, run_turn
 from app.views import export_user, topic_view
 from cli.output import console, out, print_json, show_ingest, show_turn, topics_table
 from core.deps import Deps
-from core.state import MemoryState
+from core.progress import progress_board
 from stores.checkpoints import durable_checkpointer
 from stores.saved_sessions import read_session
 
@@ -68,36 +68,17 @@ def positional(name: str, help: str) -> Callable[[argparse.ArgumentParser], None
     return lambda parser: parser.add_argument(name, help=help)
 
 
-async def ingest_file(deps: Deps, path: Path, user_id: int, as_json: bool) -> dict:
+async def ingest_file(deps: Deps, path: Path, user_id: int) -> dict:
     messages = read_session(path)
-    status = None if as_json else console.status(f"Storing {len(messages)} messages…")
-    chunks = 0
-
-    def progress(state: MemoryState) -> None:
-        nonlocal chunks
-        chunks += 1
-        if status:
-            status.update(
-                f"Archived chunk {chunks}: {len(state['chunk'])} messages → "
-                f"{len(state['saved_topic_ids'])} topics (split by {state['split_by']})"
-            )
-
-    if status:
-        status.start()
-    try:
+    with progress_board(console) as board:
         async with durable_checkpointer(deps.settings) as checkpointer:
-            return await ingest(
-                deps, messages, user_id, checkpointer=checkpointer, on_chunk=progress
-            )
-    finally:
-        if status:
-            status.stop()
+            return await ingest(deps, messages, user_id, checkpointer=checkpointer, progress=board)
 
 
 @subcommand("ingest", "user", "json", configure=positional("file", "JSONL session file"))
 async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
     """store a saved session and archive it"""
-    result = await ingest_file(deps, Path(args.file), args.user, args.json)
+    result = await ingest_file(deps, Path(args.file), args.user)
     if args.json:
         print_json(result)
     else:
@@ -168,7 +149,7 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
-        result = await ingest_file(deps, path, args.user, False)
+        result = await ingest_file(deps, path, args.user)
         show_ingest(result, path)
         out.rule("[bold]Recall[/]: three questions, answered from memory")
         async with durable_checkpointer(deps.settings) as checkpointer:

@@ -6,6 +6,7 @@ beside it to prove the run, the outputs and the topic-to-message mapping.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -99,6 +100,7 @@ async def test_metrics_of_a_fixed_ranking_match_the_hand_computation(
     }
     # A budget that holds exactly the first three units (blocks joined by a blank line).
     budget = tokens_by_hand("\n\n".join(lines[i] for i in FIXED_ORDER[:3]))
+    progress = io.StringIO()
     result = await eval_locomo(
         data_file,
         None,
@@ -108,8 +110,14 @@ async def test_metrics_of_a_fixed_ranking_match_the_hand_computation(
         make_settings(tmp_path / "unused"),
         budgets=[budget],
         methods=lambda: [FixedOrder()],
-        console=Console(quiet=True),
+        console=Console(file=progress, force_terminal=False),
     )
+    # Piped, the progress is a line per task with its totals: archiving, questions, overall.
+    lines = progress.getvalue().splitlines()
+    sample = conversation.sample_id
+    assert any(line.startswith("archiving: ") and "messages (100%)" in line for line in lines)
+    assert any(line.startswith(f"{sample}: questions: 5/5 questions (100%)") for line in lines)
+    assert any(line.startswith(f"conversations: {sample}: 1/1 conversations") for line in lines)
     fixed = result["methods"]["fixed"]
     # Evaluated: D1:3 (rank 6), D1:1 + D2:2 (ranks 8 and 3), D2:4 (rank 1; D3:1 unknown).
     assert fixed["questions"] == 3

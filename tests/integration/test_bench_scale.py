@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from bench.scale import DIMENSIONS, measure_size, show_bench, write_bench
+from core.progress import ProgressBoard
 
 
 async def test_a_small_size_is_measured_end_to_end(tmp_path, capsys) -> None:
-    result = await measure_size(200)
+    shown = io.StringIO()
+    result = await measure_size(200, ProgressBoard(Console(file=shown, force_terminal=False)))
+    lines = shown.getvalue().splitlines()
+    searches = result["queries"]["search"]
+    # Every stage shows its totals when it is done (periodic lines come on longer runs).
+    assert any(line.startswith("200 topics: building the store: 248/248 topics") for line in lines)
+    assert any(f"200 topics: searches: {searches}/{searches} queries" in line for line in lines)
+    assert any(line.startswith("200 topics: numpy, bare Chroma: 2/2 baselines") for line in lines)
     assert result["topics"] == 200
     assert result["total_topics"] == 200 + 24 * 2  # others hold a quarter: 50 // 24 each
     assert result["users"] == 25
