@@ -32,7 +32,7 @@ $(DEV): requirements-dev.lock pyproject.toml $(UV)
 install: $(DEV)
 
 demo: $(RUNTIME)
-	$(BIN)/topica demo
+	$(BIN)/topica demo --keep
 
 # LangGraph Studio's local server over DATA_DIR (default dev-data), offline, on 127.0.0.1.
 studio: $(DEV)

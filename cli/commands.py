@@ -12,7 +12,15 @@ from pathlib import Path
 from app.memory import ingest
 from app.turns import chat_session, run_turn
 from app.views import export_user, topic_view
-from cli.output import console, out, print_json, show_ingest, show_turn, topics_table
+from cli.output import (
+    console,
+    out,
+    print_json,
+    show_ingest,
+    show_next_steps,
+    show_turn,
+    topics_table,
+)
 from core.deps import Deps
 from core.progress import progress_board
 from stores.checkpoints import durable_checkpointer
@@ -42,6 +50,8 @@ class Subcommand:
     """Shared option groups: `common` (--data-dir, -v), `user` (--user), `json` (--json)."""
     configure: Callable[[argparse.ArgumentParser], None] = no_arguments
     group: str | None = None
+    writes: bool = True
+    """False for a read-only command: it runs only on an existing data directory."""
 
 
 COMMANDS: list[Subcommand] = []
@@ -53,12 +63,14 @@ def subcommand(
     *options: str,
     configure: Callable[[argparse.ArgumentParser], None] = no_arguments,
     group: str | None = None,
+    writes: bool = True,
 ) -> Callable[[Run], Run]:
     """Register the decorated coroutine as `topica [GROUP] NAME`; its docstring is the help."""
 
     def register(run: Run) -> Run:
         help_text = (run.__doc__ or "").strip()
-        COMMANDS.append(Subcommand(name, help_text, run, ("common", *options), configure, group))
+        options_used = ("common", *options)
+        COMMANDS.append(Subcommand(name, help_text, run, options_used, configure, group, writes))
         return run
 
     return register
@@ -85,9 +97,22 @@ async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
         show_ingest(result, Path(args.file))
 
 
-@subcommand("topics", "user", "json")
+async def require_memory(deps: Deps, user_id: int) -> None:
+    """A read-only command about a user with nothing stored says so (a mistyped --user)."""
+    if not await asyncio.to_thread(deps.store.messages.count, user_id):
+        raise CommandError(f"user {user_id} has no memory yet in {deps.settings.data_dir}")
+
+
+async def note_new_user(deps: Deps, user_id: int) -> None:
+    """A conversation with a user with nothing stored starts their memory: say so."""
+    if not await asyncio.to_thread(deps.store.messages.count, user_id):
+        console.print(f"[dim]user {user_id} has no memory yet: this conversation starts it[/]")
+
+
+@subcommand("topics", "user", "json", writes=False)
 async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
     """list a user's topics"""
+    await require_memory(deps, args.user)
     topics = await asyncio.to_thread(deps.store.topics.all_of, args.user)
     views = await asyncio.to_thread(topic_view, deps, args.user, topics)
     if args.json:
@@ -96,9 +121,10 @@ async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
         out.print(topics_table(views, f"Topics of user {args.user}"))
 
 
-@subcommand("export", "user")
+@subcommand("export", "user", writes=False)
 async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
     """all memory of a user as JSON"""
+    await require_memory(deps, args.user)
     print_json(await asyncio.to_thread(export_user, deps, args.user))
 
 
@@ -107,6 +133,7 @@ async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
     """one turn: recall and answer, stored"""
     if not args.question.strip():
         raise CommandError("the question is empty")
+    await note_new_user(deps, args.user)
     async with durable_checkpointer(deps.settings) as checkpointer:
         result = await run_turn(deps, args.user, args.question, checkpointer=checkpointer)
     if args.json:
@@ -131,6 +158,7 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     def write(answer: str) -> None:
         out.print(f"[bold green]topica>[/] {answer}")
 
+    await note_new_user(deps, args.user)
     out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
     async with durable_checkpointer(deps.settings) as checkpointer:
         await chat_session(deps, args.user, read, write, checkpointer=checkpointer)
@@ -143,9 +171,15 @@ DEMO_QUESTIONS = (
 )
 
 
-@subcommand("demo", "user")
+def demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary data directory to try more on"
+    )
+
+
+@subcommand("demo", "user", configure=demo_arguments)
 async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
-    """ingest the bundled example session (temporary data)"""
+    """ingest the bundled example session and ask it three questions (temporary data)"""
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
@@ -156,6 +190,8 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
             for question in DEMO_QUESTIONS:
                 turn = await run_turn(deps, args.user, question, checkpointer=checkpointer)
                 show_turn(question, turn)
+    kept = args.keep or args.data_dir is not None
+    show_next_steps(deps.settings.data_dir if kept else None, args.user)
 
 
 def locomo_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import entry_points, version
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -58,11 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
             help=command.help,
         )
         command.configure(parser)
-        parser.set_defaults(handler=command.run)
+        parser.set_defaults(handler=command.run, writes=command.writes)
 
     parser = argparse.ArgumentParser(
         prog="topica", description="Topica: a chat assistant with long-term memory."
     )
+    parser.add_argument("--version", action="version", version=f"topica {version('topica')}")
     commands = parser.add_subparsers(dest="command", required=True)
     every = [*COMMANDS, *plugin_commands()]
     for command in every:
@@ -87,19 +89,21 @@ def settings_for(args: argparse.Namespace) -> Settings:
 
 async def run(args: argparse.Namespace) -> None:
     settings = settings_for(args)
-    if args.command == "demo" and args.data_dir is None:
-        with tempfile.TemporaryDirectory(prefix="topica-demo-") as directory:
-            deps = build_deps(settings.model_copy(update={"data_dir": Path(directory)}))
-            try:
-                await args.handler(args, deps)
-            finally:
-                deps.close()
-        return
+    if not args.writes and not settings.sqlite_path.is_file():
+        # A read-only command creates nothing: a mistyped --data-dir is reported, not made.
+        raise CommandError(f"no data in {settings.data_dir}")
+    temporary = args.command == "demo" and args.data_dir is None
+    if temporary:
+        settings = settings.model_copy(
+            update={"data_dir": Path(tempfile.mkdtemp(prefix="topica-demo-"))}
+        )
     deps = build_deps(settings)
     try:
         await args.handler(args, deps)
     finally:
         deps.close()
+        if temporary and not args.keep:
+            shutil.rmtree(settings.data_dir, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console(stderr=True)
@@ -75,3 +79,38 @@ def show_turn(question: str, result: dict[str, Any]) -> None:
     )
     out.print(result["answer"])
     out.print()
+
+
+NEXT_QUESTION = "Какой подарок мы выбрали для мамы?"
+
+
+def topica_command() -> str:
+    """How to run this same `topica` from here: its name if it is the one on PATH."""
+    here = Path(sys.executable).parent / "topica"
+    on_path = shutil.which("topica")
+    if on_path and Path(on_path).resolve() == here.resolve():
+        return "topica"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
+
+
+def show_next_steps(data_dir: Path | None, user_id: int) -> None:
+    """What to try next on the demo's memory: ask, chat, Studio (`None`: it was removed)."""
+    directory = shlex.quote(str(data_dir)) if data_dir else "DIR"
+    topica = topica_command()
+    user = f" --user {user_id}" if user_id != 1 else ""
+    out.rule("[bold]Next[/]: the same memory, your questions")
+    if data_dir is None:
+        out.print(
+            "This data directory was temporary and is removed now; "
+            f"[bold]{topica} demo --keep[/] keeps it (DIR below) and prints these commands."
+        )
+    steps = (
+        (f'{topica} ask "{NEXT_QUESTION}" --data-dir {directory}{user}', "one more question"),
+        (f"{topica} chat --data-dir {directory}{user}", "a conversation that is remembered"),
+        (f"make studio DATA_DIR={directory}", "LangGraph Studio on it (installs the dev tools)"),
+    )
+    for command, what in steps:
+        out.print(f"  {escape(command)}  [dim]# {what}[/]", highlight=False)
