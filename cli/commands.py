@@ -206,10 +206,12 @@ def locomo_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
     """LoCoMo recall at a token budget, with baselines"""
     from bench.eval_locomo import eval_locomo
-    from bench.report import show_eval
+    from bench.report import require_plots, show_eval
 
     if not args.data.is_file():
         raise CommandError(f"{args.data}: no such file")
+    if args.out is not None:
+        require_plots()  # before minutes of work, not after
     result = await eval_locomo(
         args.data,
         args.conversations.split(",") if args.conversations else None,
@@ -233,8 +235,11 @@ def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
 @subcommand("search", "json", configure=bench_search_arguments, group="bench")
 async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
     """search latency at scale, against brute force"""
+    from bench.report import require_plots
     from bench.scale import bench_search, show_bench
 
+    if args.out is not None:
+        require_plots()
     result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
     if args.json:
         print_json(result)

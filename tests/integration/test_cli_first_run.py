@@ -8,6 +8,7 @@ import contextlib
 import io
 import re
 import shlex
+import sys
 import tempfile
 import tomllib
 from pathlib import Path
@@ -114,3 +115,18 @@ def test_the_demo_without_keep_removes_its_data_and_says_how_to_keep_it(
     stdout = capsys.readouterr().out
     assert "demo --keep" in stdout.split("Next", 1)[1]
     assert [step[1:2] for step in next_steps(stdout)[:2]] == [["ask"], ["chat"]]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["eval", "locomo", "--data", str(SESSION)], ["bench", "search", "--topics", "100"]],
+    ids=["eval-locomo", "bench-search"],
+)
+def test_plots_without_the_bench_extra_are_refused_before_the_run(
+    tmp_path: Path, monkeypatch, capsys, command: list[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the extra were not installed
+    assert main([*command, "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("topica: error: plots need matplotlib: install the bench extra")
+    assert not (tmp_path / "out").exists()
