@@ -126,7 +126,9 @@ def test_plots_without_the_bench_extra_are_refused_before_the_run(
     tmp_path: Path, monkeypatch, capsys, command: list[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the extra were not installed
-    assert main([*command, "--out", str(tmp_path / "out")]) == 2
+    # eval and bench build services on a data directory they never use: keep it in tmp_path
+    data_dir = ["--data-dir", str(tmp_path / "data")]
+    assert main([*command, "--out", str(tmp_path / "out"), *data_dir]) == 2
     error = capsys.readouterr().err
     assert error.startswith("topica: error: plots need matplotlib: install the bench extra")
     assert not (tmp_path / "out").exists()
