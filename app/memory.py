@@ -21,7 +21,7 @@ from core.errors import VectorStoreUnavailable
 from core.progress import ProgressBoard
 from core.records import MessageRow, NewMessage
 from core.state import MemoryState
-from core.tracing import run_config, user_key
+from core.tracing import run_config, traced, user_key
 from graphs.memory import build_memory_graph
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ def memory_thread(user_id: int) -> RunnableConfig:
     return run_config("memory", user_id)
 
 
+@traced("archive")
 async def archive_user(
     deps: Deps,
     user_id: int,
@@ -92,6 +93,7 @@ async def archive_user(
     return results
 
 
+@traced("ingest")
 async def ingest(
     deps: Deps,
     messages: Sequence[NewMessage],

@@ -25,7 +25,7 @@ from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage, parse_timestamp
-from core.tracing import run_config, user_key
+from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
 
 T = TypeVar("T")
@@ -54,6 +54,7 @@ async def store_user_message(
     return stored["id"]
 
 
+@traced("turn")
 async def answer_stored(
     graph: CompiledStateGraph,
     deps: Deps,

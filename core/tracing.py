@@ -1,18 +1,23 @@
-"""Run configuration shared by every graph invocation: thread ids and trace metadata.
+"""Run configuration shared by every graph invocation (thread ids, trace metadata) and
+the application spans around them.
 
-LangSmith tracing is LangChain's own: it switches on when `LANGSMITH_TRACING`
-(with `LANGSMITH_API_KEY`, optionally `LANGSMITH_ENDPOINT` and
-`LANGSMITH_PROJECT`) is set, and nothing connects anywhere otherwise. Traces
-and checkpoint threads name users only by a salted hash, never by their
-Telegram id; LangGraph adds the node name (`langgraph_node`) itself.
+LangSmith tracing switches on when `LANGSMITH_TRACING` (with `LANGSMITH_API_KEY`,
+optionally `LANGSMITH_ENDPOINT` and `LANGSMITH_PROJECT`) is set, and nothing connects
+anywhere otherwise. Graph runs are traced by LangChain's callbacks; `traced` wraps an
+application service (an ingest, a turn) in a LangSmith span of its own, so storing,
+archiving and the graph runs it starts read as one trace. Traces and checkpoint threads
+name users only by a salted hash, never by their Telegram id; LangGraph adds the node
+name (`langgraph_node`) itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from langsmith import traceable
 
 from core.metrics import GRAPH_METRICS
 
@@ -22,6 +27,27 @@ _SALT = "topica-user:"
 def user_key(user_id: int) -> str:
     """A stable pseudonym for a user id, safe to put in traces and thread ids."""
     return hashlib.sha256(f"{_SALT}{user_id}".encode()).hexdigest()[:16]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def traced(name: str) -> Callable[[F], F]:
+    """A LangSmith span named `name` around an application service taking `user_id`.
+
+    Only the user's pseudonym is recorded: the service's arguments (messages, ids,
+    services) and its result stay out of the trace.
+    """
+
+    def inputs(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"user": user_key(arguments["user_id"])}
+
+    def outputs(_result: Any) -> dict[str, Any]:
+        return {}
+
+    return traceable(
+        name=name, run_type="chain", process_inputs=inputs, process_outputs=outputs
+    )
 
 
 def run_config(graph: str, user_id: int, **metadata: Any) -> RunnableConfig:

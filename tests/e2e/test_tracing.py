@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -67,6 +68,16 @@ async def test_runs_are_traced_with_graph_node_and_hashed_user(tmp_path: Path) -
     traced = b"\n".join(bodies).decode("utf-8", errors="replace")
     assert f'"user":"{user_key(USER_ID)}"' in traced
     assert '"graph":"memory"' in traced
+    # The application span holds the whole ingest (archiving and the graph runs inside
+    # it, one trace), with only the pseudonym as its input.
+    [ingest] = re.findall(
+        r'"id":"([0-9a-f-]+)","start_time":"[^"]+","tags":\[\],'
+        r'"dotted_order":"[^"]+","trace_id":"\1",[^}]*"name":"ingest"',
+        traced,
+    )
+    assert f'"parent_run_id":"{ingest}"' in traced, "archiving is not inside the ingest span"
+    assert f'"trace_id":"{ingest}","session_name":"default","name":"memory"' in traced
+    assert f'{{"user":"{user_key(USER_ID)}"}}' in traced
     for node in MEMORY_NODES:
         assert f'"langgraph_node":"{node}"' in traced, node
     assert str(USER_ID) not in traced, "the raw user id leaked into a trace"
