@@ -45,9 +45,7 @@ def traced(name: str) -> Callable[[F], F]:
     def outputs(_result: Any) -> dict[str, Any]:
         return {}
 
-    return traceable(
-        name=name, run_type="chain", process_inputs=inputs, process_outputs=outputs
-    )
+    return traceable(name=name, run_type="chain", process_inputs=inputs, process_outputs=outputs)
 
 
 def run_config(graph: str, user_id: int, **metadata: Any) -> RunnableConfig:
