@@ -10,15 +10,19 @@ is logged here, once, with the user's pseudonym.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Generic, TypeVar
 
 import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
@@ -47,6 +51,8 @@ JSON_MODE = {"type": "json_object"}
 class AgentReply(Generic[T]):
     message: AIMessage
     value: T
+    stopped: bool = False
+    """The caller's stop event cut the reply short: `message` is what was written by then."""
 
 
 def describe(error: BaseException) -> str:
@@ -80,17 +86,26 @@ async def call_agent(
     parse: Callable[[AIMessage], T] = text_of,
     bind: Callable[[BaseChatModel], Runnable] | None = None,
     timeout_s: float | None = None,
+    stop: asyncio.Event | None = None,
 ) -> AgentReply[T] | AgentFallback:
     """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
-    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call."""
+    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call.
+
+    With a `stop` event the reply is read as a stream and cut short when the event is set
+    (see `stream_reply`)."""
     model = models.get(agent)
     if model is None:
         return AgentFallback("no_model")
     runnable = bind(model) if bind is not None else model
     messages = list(await request() if callable(request) else request)
     try:
-        reply = await asyncio.wait_for(runnable.ainvoke(messages), timeout=timeout_s)
-        return AgentReply(reply, parse(reply))
+        if stop is None:
+            reply, stopped = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s), False
+        else:
+            reply, stopped = await asyncio.wait_for(
+                stream_reply(runnable, messages, stop), timeout_s
+            )
+        return AgentReply(reply, parse(reply), stopped)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
         fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
@@ -98,6 +113,42 @@ async def call_agent(
         fallback = AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
     log.warning("user %s: %s fell back: %s", user_key(user_id), agent, fallback)
     return fallback
+
+
+async def stream_reply(
+    runnable: Runnable, messages: Sequence[BaseMessage], stop: asyncio.Event
+) -> tuple[AIMessage, bool]:
+    """The reply read as a stream, and whether `stop` cut it short.
+
+    When `stop` is set the stream is closed at once (the provider stops generating on the
+    closed connection) and the reply is the text written so far, without any half-written
+    tool call. Under LangGraph's `messages` stream mode each chunk also reaches the graph's
+    stream as it arrives."""
+    if stop.is_set():
+        return AIMessage(""), True
+    chunks: list[AIMessageChunk] = []
+
+    async def read() -> None:
+        async for chunk in runnable.astream(messages):
+            chunks.append(chunk)
+
+    reading = asyncio.ensure_future(read())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    stopped = reading.cancelled()
+    if not stopped:
+        reading.result()  # a provider failure surfaces here
+    written = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
+    if stopped:
+        return AIMessage(message_text(written), id=written.id), True
+    return message_chunk_to_message(written), False
 
 
 async def call_agent_json(

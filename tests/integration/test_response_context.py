@@ -181,9 +181,11 @@ async def test_recalled_topics_stay_within_their_budget(deps: Deps):
     )
     (topic,) = deps.store.topics.save(USER, [("Garden plans", [row["id"] for row in rows])])
     selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
-    small = topics_section(deps.store, USER, selected, budget=300)
+    small, used_small = topics_section(deps.store, USER, selected, budget=300)
     assert tokens(small) <= 300
     assert "=== Topic" in small and "- Topic " in small and "the garden" in small
-    whole = topics_section(deps.store, USER, selected, budget=8000)
+    assert used_small == [{**selected[0], "cut": True}]
+    whole, used_whole = topics_section(deps.store, USER, selected, budget=8000)
     assert tokens(whole) > 300 and "5: a long message" in whole
-    assert topics_section(deps.store, USER, [], budget=8000) == ""
+    assert used_whole == [{**selected[0], "cut": False}]
+    assert topics_section(deps.store, USER, [], budget=8000) == ("", [])
