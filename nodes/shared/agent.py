@@ -16,14 +16,16 @@ import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import httpx
 import openai
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import ensure_config, merge_configs
 from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
@@ -122,14 +124,16 @@ async def stream_reply(
 
     When `stop` is set the stream is closed at once (the provider stops generating on the
     closed connection) and the reply is the text written so far, without any half-written
-    tool call. Under LangGraph's `messages` stream mode each chunk also reaches the graph's
-    stream as it arrives."""
+    tool call: every token reported to the run's callbacks, so nothing the user may have
+    seen in LangGraph's `messages` stream is missing from it."""
     if stop.is_set():
         return AIMessage(""), True
     chunks: list[AIMessageChunk] = []
+    written = WrittenSoFar()
+    config = merge_configs(ensure_config(), {"callbacks": [written]})
 
     async def read() -> None:
-        async for chunk in runnable.astream(messages):
+        async for chunk in runnable.astream(messages, config):
             chunks.append(chunk)
 
     reading = asyncio.ensure_future(read())
@@ -142,13 +146,24 @@ async def stream_reply(
             reading.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reading
-    stopped = reading.cancelled()
-    if not stopped:
-        reading.result()  # a provider failure surfaces here
-    written = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
-    if stopped:
-        return AIMessage(message_text(written), id=written.id), True
-    return message_chunk_to_message(written), False
+    if reading.cancelled():
+        return AIMessage(written.text), True
+    reading.result()  # a provider failure surfaces here
+    whole = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
+    return message_chunk_to_message(whole), False
+
+
+class WrittenSoFar(BaseCallbackHandler):
+    """The text of a streamed reply as its tokens were reported: what LangGraph's `messages`
+    stream, and so the user, may have seen already, even of a chunk the reader never got."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def on_llm_new_token(self, token: str, *, chunk: Any = None, **kwargs: Any) -> None:
+        self.text += chunk.message.text if chunk is not None else token
 
 
 async def call_agent_json(

@@ -1,7 +1,10 @@
 """`langgraph dev` serves the three graphs offline; the SDK runs the memory and response graphs.
 
 The server is a real `langgraph dev` process on 127.0.0.1 over a temporary data
-directory, bounded in time and stopped by its process id.
+directory, bounded in time and stopped by its process id. Its responder is the real
+`ChatOpenAI` on the scripted server (on a thread of its own): a run with nothing scripted
+gets an HTTP 500 and answers from memory alone; a scripted reply streams its tokens to
+the SDK as the model writes them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,7 @@ from langgraph_sdk import get_client
 from core.settings import Settings
 from stores.saved_sessions import read_session
 from stores.services import build_deps
+from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
 from tests.support.processes import free_port, untraced_environment
@@ -32,7 +37,24 @@ pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def model_server() -> Iterator[ScriptedOpenAI]:
+    """The scripted model on an event loop of its own thread (each test has its own loop)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    scripted = ScriptedOpenAI()
+    asyncio.run_coroutine_threadsafe(scripted.start(), loop).result(timeout=10)
+    try:
+        yield scripted
+    finally:
+        asyncio.run_coroutine_threadsafe(scripted.stop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, model_server: ScriptedOpenAI) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("studio-data")
 
     async def seed() -> None:
@@ -44,6 +66,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     environment = untraced_environment() | {
         "TOPICA_DATA_DIR": str(data_dir),
+        "TOPICA_LLM_BASE_URL": model_server.base_url,
+        "TOPICA_LLM_API_KEY": "test",
+        "TOPICA_LLM_MAX_RETRIES": "0",
+        "TOPICA_RESPONDER_MODEL": "scripted",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
     }
     log = (data_dir / "server.log").open("w")
@@ -117,3 +143,31 @@ async def test_memory_then_response_through_the_sdk(server: str) -> None:
     assert answer["answer"].strip()
     assert answer["selected_topics"], "the vet conversation was not recalled"
     assert "Марципан" in answer["answer"]
+
+
+async def test_the_sdk_sees_the_answer_while_the_model_writes_it(
+    server: str, model_server: ScriptedOpenAI
+) -> None:
+    answer = "Ветеринар сказал: у Марципана болезнь почек, нужна диета Renal и фонтанчик."
+    model_server.script(reply(answer, pace_s=0.05))
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    tokens: list[str] = []
+    model_done_at_first_token = None
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        "response",
+        input={"text": "Что сказал ветеринар про Марципана?"},
+        context={"user_id": USER_ID},
+        stream_mode="messages-tuple",
+    ):
+        if part.event != "messages":
+            continue
+        message, metadata = part.data
+        if metadata.get("langgraph_node") == "respond" and message.get("content"):
+            if not tokens:
+                model_done_at_first_token = model_server.streams[-1].completed
+            tokens.append(message["content"])
+
+    assert len(tokens) > 5 and "".join(tokens) == answer
+    assert model_done_at_first_token is False, "the first token came while the model wrote"

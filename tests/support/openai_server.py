@@ -104,6 +104,8 @@ class RecordedRequest:
     path: str
     json_body: Any
     headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the request was read."""
 
 
 @dataclass
@@ -136,7 +138,8 @@ class Reply:
     """A normal assistant message (``finish_reason`` defaults to ``"stop"``).
 
     Streamed (``"stream": true``), the content goes out word by word, ``pace_s`` seconds
-    apart, as a model writing at that speed would send it."""
+    apart, as a model writing at that speed would send it; not streamed, the whole reply
+    comes after the same time, once the model would have written it all."""
 
     content: str
     finish_reason: str = "stop"
@@ -542,6 +545,8 @@ class ScriptedOpenAI:
         if isinstance(step, Reply | ToolCalls):
             if body.get("stream"):
                 return await self._stream(request, body, step)
+            if isinstance(step, Reply) and step.pace_s:
+                await self._sleep(step.pace_s * max(0, len(_split_pieces(step.content)) - 1))
             return web.json_response(self._completion(body, step))
         self.errors.append(TypeError(f"not a script step: {step!r}"))
         return self._error_response(HttpError(500, f"not a script step: {step!r}"))
