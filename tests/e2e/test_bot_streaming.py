@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import statistics
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -198,8 +199,9 @@ async def test_with_streaming_off_the_answer_is_asked_whole_and_sent_once(
 
 
 @pytest.mark.benchmark
+@pytest.mark.timeout(300)
 async def test_benchmark_time_to_the_first_text_the_user_sees(
-    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI, tmp_path: Path
 ):
     """From the responder's request reaching the model to the first text on the user's
     screen: the first draft with streaming, the answer itself without; the model writes
@@ -215,6 +217,7 @@ async def test_benchmark_time_to_the_first_text_the_user_sees(
             turn_wait_s=0.05,
             draft_interval_s=INTERVAL_S,
             streaming=streaming,
+            data_dir=tmp_path / f"streaming-{streaming}",
         ) as running:
             api = running.api
             for index in range(rounds):
