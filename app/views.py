@@ -9,7 +9,7 @@ Sources button and `/why`. Plain functions over the store: callers on an event l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.deps import Deps
@@ -78,58 +78,40 @@ def answers_export(answers: Sequence[AnswerRow], messages: Sequence[MessageRow])
     ]
 
 
+def still_held(
+    used: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], fields: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each record an answer used that memory still holds: the answer's reference to it
+    (id, reason, …) with these `fields` as stored now."""
+    stored = {row["id"]: row for row in rows}
+    return [
+        {**reference, **{name: stored[reference["id"]][name] for name in fields}}
+        for reference in used
+        if reference["id"] in stored
+    ]
+
+
 def sources_view(deps: Deps, user_id: int, context_used: dict[str, Any]) -> dict[str, Any]:
     """An answer's sources as people read them: each topic, fact, person and earlier message
     as memory holds it now. What was forgotten since is left out and counted."""
     store = deps.store
-    picks = context_used.get("topics", [])
-    topics = {
-        topic["id"]: topic for topic in store.topics.by_ids(user_id, [t["id"] for t in picks])
-    }
-    used_facts = context_used.get("facts", [])
-    facts = {
-        fact["id"]: fact for fact in store.facts.by_ids(user_id, [f["id"] for f in used_facts])
-    }
-    used_people = context_used.get("people", [])
-    people = {p["id"]: p for p in store.people.by_ids(user_id, [p["id"] for p in used_people])}
-    earlier = store.messages.by_ids(user_id, context_used.get("earlier_messages", []))
-    referenced = len(picks) + len(used_facts) + len(used_people)
-    referenced += len(context_used.get("earlier_messages", []))
+    topics, facts, people, earlier = (
+        context_used.get(key, []) for key in ("topics", "facts", "people", "earlier_messages")
+    )
     view = {
-        "topics": [
-            {
-                "id": pick["id"],
-                "summary": topics[pick["id"]]["summary"],
-                "first_message_at": topics[pick["id"]]["first_message_at"],
-                "last_message_at": topics[pick["id"]]["last_message_at"],
-                "reason": pick["reason"],
-                "excerpt": pick["excerpt"],
-                "score": pick["score"],
-                "cut": pick.get("cut", False),
-            }
-            for pick in picks
-            if pick["id"] in topics
-        ],
-        "facts": [
-            {
-                "id": used["id"],
-                "content": facts[used["id"]]["content"],
-                "type": facts[used["id"]]["type"],
-                "core": used["core"],
-            }
-            for used in used_facts
-            if used["id"] in facts
-        ],
-        "people": [
-            {
-                "id": used["id"],
-                "name": people[used["id"]]["name"],
-                "circle": people[used["id"]]["circle"],
-                "reason": used["reason"],
-            }
-            for used in used_people
-            if used["id"] in people
-        ],
+        "topics": still_held(
+            topics,
+            store.topics.by_ids(user_id, [topic["id"] for topic in topics]),
+            ("summary", "first_message_at", "last_message_at"),
+        ),
+        "facts": still_held(
+            facts, store.facts.by_ids(user_id, [fact["id"] for fact in facts]), ("content", "type")
+        ),
+        "people": still_held(
+            people,
+            store.people.by_ids(user_id, [person["id"] for person in people]),
+            ("name", "circle"),
+        ),
         "earlier_messages": [
             {
                 "id": message["external_id"],
@@ -137,12 +119,13 @@ def sources_view(deps: Deps, user_id: int, context_used: dict[str, Any]) -> dict
                 "created_at": message["created_at"],
                 "content": message["content"],
             }
-            for message in earlier
+            for message in store.messages.by_ids(user_id, earlier)
         ],
         "session_summary": context_used.get("session_summary", False),
         "tools": context_used.get("tools", []),
         "fallbacks": context_used.get("fallbacks", {}),
     }
+    referenced = len(topics) + len(facts) + len(people) + len(earlier)
     shown = sum(len(view[key]) for key in ("topics", "facts", "people", "earlier_messages"))
     return {**view, "forgotten": referenced - shown}
 

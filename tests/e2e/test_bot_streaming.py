@@ -13,7 +13,9 @@ import asyncio
 import itertools
 import statistics
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -46,15 +48,21 @@ async def streaming_bot(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ) -> AsyncIterator[RunningBot]:
     """The bot with its responder on the scripted server, over user 1's archived memory."""
-    async with running_bot(
+    async with responder_bot(make_deps, server) as running:
+        await build_response_world(running.deps)
+        yield running
+
+
+def responder_bot(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI, **settings: Any
+) -> AbstractAsyncContextManager[RunningBot]:
+    """The bot for Alice, its responder on the scripted server, drafts every `INTERVAL_S`."""
+    return running_bot(
         make_deps,
         [ALICE],
         models={"responder": server.chat_model(timeout=30)},
-        turn_wait_s=0.1,
-        draft_interval_s=INTERVAL_S,
-    ) as running:
-        await build_response_world(running.deps)
-        yield running
+        **{"turn_wait_s": 0.1, "draft_interval_s": INTERVAL_S, **settings},
+    )
 
 
 def visible(call: ApiCall) -> str:
@@ -183,13 +191,7 @@ async def test_with_streaming_off_the_answer_is_asked_whole_and_sent_once(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ):
     server.script(reply(ANSWER))
-    async with running_bot(
-        make_deps,
-        [ALICE],
-        models={"responder": server.chat_model()},
-        turn_wait_s=0.1,
-        streaming=False,
-    ) as running:
+    async with responder_bot(make_deps, server, streaming=False) as running:
         running.api.send_text(ALICE, QUESTION)
         [final] = await running.api.wait_for_sent(ALICE.id, 1, within_s=60)
 
@@ -210,12 +212,10 @@ async def test_benchmark_time_to_the_first_text_the_user_sees(
     seen: dict[bool, list[float]] = {True: [], False: []}
     token_to_draft: list[float] = []
     for streaming in (True, False):
-        async with running_bot(
+        async with responder_bot(
             make_deps,
-            [ALICE],
-            models={"responder": server.chat_model(timeout=30)},
+            server,
             turn_wait_s=0.05,
-            draft_interval_s=INTERVAL_S,
             streaming=streaming,
             data_dir=tmp_path / f"streaming-{streaming}",
         ) as running:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 import pytest_asyncio
 
-from app.turns import answer_turn, compile_response_graph, stream_turn
+from app.turns import OnText, answer_turn, compile_response_graph, stream_turn
 from app.views import answer_view, export_user
 from core.context import ResponseContext
 from core.deps import Deps
@@ -50,7 +50,7 @@ class Collected:
         self.texts.append(text)
 
 
-async def ask(world: ResponseWorld, on_text: Collected | None, **options) -> dict:
+async def ask(world: ResponseWorld, on_text: OnText | None, **options) -> dict:
     graph = compile_response_graph(world.deps)
     return await answer_turn(
         graph, world.deps, USER, QUESTION, now_iso=NOW, on_text=on_text, **options
@@ -127,16 +127,7 @@ async def test_a_stop_ends_the_stream_at_once_and_keeps_what_was_written(
             if len(text.split()) >= 5:
                 stop.set()
 
-        graph = compile_response_graph(deps)
-        result = await answer_turn(
-            graph,
-            deps,
-            USER,
-            QUESTION,
-            now_iso=NOW,
-            external_id=turn_id,
-            on_text=stop_after_five_words,
-        )
+        result = await ask(llm_world, stop_after_five_words, external_id=turn_id)
     await asyncio.sleep(0.2)  # were the stream still read, more chunks would go out now
 
     [stream] = server.streams
@@ -157,16 +148,7 @@ async def test_a_stop_before_the_first_word_stores_no_answer(
     deps = llm_world.deps
     with deps.stops.open("turn-stopped-early") as stop:
         stop.set()
-        graph = compile_response_graph(deps)
-        result = await answer_turn(
-            graph,
-            deps,
-            USER,
-            QUESTION,
-            now_iso=NOW,
-            external_id="turn-stopped-early",
-            on_text=Collected(),
-        )
+        result = await ask(llm_world, Collected(), external_id="turn-stopped-early")
 
     assert (result["answer"], result["partial"], result["answer_id"]) == ("", True, None)
     assert server.chat_requests == []
