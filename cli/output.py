@@ -71,7 +71,8 @@ def show_sources(result: dict[str, Any]) -> None:
             f"{topic['score']:.3f}",
             topic["reason"],
         )
-    out.print(table)
+    if result["topics"]:
+        out.print(table)
     sources = result.get("sources") or {}
     used = ", ".join(
         f"{len(sources[key])} {label}"
