@@ -4,6 +4,11 @@ A turn stores the user's message first, so nothing the user said is lost whateve
 happens next; the response graph then answers and stores the answer. The chat loop
 runs the memory graph after every turn; its triggers decide whether anything is
 archived yet.
+
+A caller that wants the answer while it is written passes `on_text`: the graph then runs
+with LangGraph's own streaming (`stream_mode="messages"`), and every chunk the responder's
+model sends (in the tool loop and the synthesis turn alike) calls it with the answer's
+text so far. A memory-only answer has no model behind it and arrives whole.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import uuid4
 
+from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -29,6 +35,12 @@ from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
 
 T = TypeVar("T")
+
+OnText = Callable[[str], Awaitable[None] | None]
+"""Called with the answer's text so far, each time the responder's model adds to it."""
+
+ANSWER_NODES = frozenset({"respond", "synthesize"})
+"""The nodes whose model writes the answer (the other agents' tokens are not the answer)."""
 
 NEW_SEGMENT_COMMAND = "/new"
 QUIT_COMMAND = "/quit"
@@ -65,12 +77,15 @@ async def answer_stored(
     external_id: str,
     now_iso: str | None = None,
     parts: list[dict[str, Any]] | None = None,
+    on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """Run the compiled response graph on a stored message; the turn's result.
 
     `text` is what the turn answers (the message, or a group of quick messages ending
     with it); `parts` are its media as LangChain content blocks, which the responder sees
-    with the text (the memory-only path, having no model, works from the text alone)."""
+    with the text (the memory-only path, having no model, works from the text alone).
+    `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
+    while `on_text` streams it."""
     usage = LLMUsage()
     config = run_config("response", user_id)
     # One thread per turn (its messages channel must not pile up across turns), named
@@ -78,12 +93,61 @@ async def answer_stored(
     turn = hashlib.sha256(external_id.encode()).hexdigest()[:16]
     config["configurable"]["thread_id"] = f"response-{user_key(user_id)}-{turn}"
     config["callbacks"] = [*config["callbacks"], usage]
-    context = ResponseContext.from_settings(deps.settings, user_id=user_id, now_iso=now_iso)
+    context = ResponseContext.from_settings(
+        deps.settings, user_id=user_id, now_iso=now_iso, turn_id=external_id
+    )
     turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
     if parts:
         turn_input["parts"] = parts
-    state = await graph.ainvoke(turn_input, config, context=context)
+    if on_text is None:
+        state = await graph.ainvoke(turn_input, config, context=context)
+    else:
+        state = await stream_turn(graph, turn_input, config, context, on_text)
     return await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
+
+
+class AnswerText:
+    """The answer being written, from the responder's streamed chunks: the text of its
+    latest model call (a call after a tool round starts the text over)."""
+
+    def __init__(self) -> None:
+        self.call_id: str | None = None
+        self.text = ""
+
+    def add(self, chunk: AIMessageChunk) -> bool:
+        """Take one chunk; whether it added to the text."""
+        if chunk.id != self.call_id:
+            self.call_id, self.text = chunk.id, ""
+        piece = chunk.text
+        self.text += piece
+        return bool(piece)
+
+
+async def stream_turn(
+    graph: CompiledStateGraph,
+    turn_input: dict[str, Any],
+    config: dict[str, Any],
+    context: ResponseContext,
+    on_text: OnText,
+) -> dict[str, Any]:
+    """Run the graph with LangGraph's streaming, telling `on_text` of the answer's growth;
+    the final state."""
+    answer = AnswerText()
+    state: dict[str, Any] = {}
+    async for mode, payload in graph.astream(
+        turn_input, config, context=context, stream_mode=["messages", "values"]
+    ):
+        if mode == "values":
+            state = payload
+            continue
+        chunk, metadata = payload
+        if (
+            isinstance(chunk, AIMessageChunk)
+            and metadata.get("langgraph_node") in ANSWER_NODES
+            and answer.add(chunk)
+        ):
+            await _resolved(on_text(answer.text))
+    return state
 
 
 async def answer_turn(
@@ -95,6 +159,7 @@ async def answer_turn(
     now_iso: str | None = None,
     external_id: str | None = None,
     parts: list[dict[str, Any]] | None = None,
+    on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """Store the message, then answer it with the compiled response graph."""
     moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
@@ -102,7 +167,15 @@ async def answer_turn(
     external_id = external_id or f"turn-{uuid4().hex}"
     message_id = await store_user_message(deps, user_id, text, external_id, stamp)
     return await answer_stored(
-        graph, deps, user_id, message_id, text, external_id=external_id, now_iso=stamp, parts=parts
+        graph,
+        deps,
+        user_id,
+        message_id,
+        text,
+        external_id=external_id,
+        now_iso=stamp,
+        parts=parts,
+        on_text=on_text,
     )
 
 
@@ -114,12 +187,16 @@ async def run_turn(
     checkpointer: BaseCheckpointSaver | None = None,
     now_iso: str | None = None,
     external_id: str | None = None,
+    on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
-    "llm_calls"}`. The message is stored under `external_id` (a fresh `turn-…` id if None);
-    with a checkpointer, the run is checkpointed on a thread of its own."""
+    "llm_calls", ...}` (`app.views.turn_result`). The message is stored under `external_id`
+    (a fresh `turn-…` id if None); with a checkpointer, the run is checkpointed on a thread
+    of its own; `on_text` sees the answer while it is written."""
     graph = compile_response_graph(deps, checkpointer)
-    return await answer_turn(graph, deps, user_id, text, now_iso=now_iso, external_id=external_id)
+    return await answer_turn(
+        graph, deps, user_id, text, now_iso=now_iso, external_id=external_id, on_text=on_text
+    )
 
 
 async def _resolved(value: T | Awaitable[T]) -> T:
@@ -134,12 +211,15 @@ async def chat_session(
     write: Callable[[str], Awaitable[None] | None],
     *,
     checkpointer: BaseCheckpointSaver | None = None,
+    on_text: Callable[[], OnText] | None = None,
 ) -> None:
     """An interactive conversation: one turn per line until `/quit` or end of input.
 
     `read_line` returns the next line, or None at the end of input; blank lines are
     skipped. `/new` starts a new conversation segment. After every answer the memory
     graph runs with its ordinary triggers (inactivity, size), as the bot's worker does.
+    With `on_text` (a factory: a fresh callback per turn) each answer streams into the
+    callback while it is written, and `write` gets the whole answer after.
     """
     graph = compile_response_graph(deps, checkpointer)
     while True:
@@ -155,6 +235,8 @@ async def chat_session(
             await asyncio.to_thread(deps.store.sessions.start_new_segment, user_id)
             await _resolved(write(NEW_SEGMENT_REPLY))
             continue
-        result = await answer_turn(graph, deps, user_id, text)
+        result = await answer_turn(
+            graph, deps, user_id, text, on_text=on_text() if on_text else None
+        )
         await _resolved(write(result["answer"]))
         await archive_user(deps, user_id, checkpointer=checkpointer)

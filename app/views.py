@@ -2,17 +2,18 @@
 
 One view of a topic (external message ids, membership rather than range), used by
 `topica topics`, `topica ingest --json`, `topica export`, `/export` and the result of a
-turn alike. Plain functions over the store: callers on an event loop run them through
+turn alike; one view of an answer's sources, used by `topica ask --json`, the bot's
+Sources button and `/why`. Plain functions over the store: callers on an event loop run them through
 `asyncio.to_thread`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.deps import Deps
-from core.records import TopicRow
+from core.records import AnswerRow, MessageRow, TopicRow
 from core.state import ResponseState
 
 
@@ -43,13 +44,109 @@ def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dic
 def export_user(deps: Deps, user_id: int) -> dict[str, Any]:
     """Everything Topica keeps about one user."""
     store = deps.store
+    messages = store.messages.all_of(user_id)
     return {
         "user_id": user_id,
-        "messages": store.messages.all_of(user_id),
+        "messages": messages,
         "topics": topic_view(deps, user_id, store.topics.all_of(user_id)),
         "facts": store.facts.all_of(user_id),
         "fact_history": store.facts.history(user_id),
         "people": store.people.all_of(user_id),
+        "answers": answers_export(store.answers.all_of(user_id), messages),
+    }
+
+
+def answers_export(answers: Sequence[AnswerRow], messages: Sequence[MessageRow]) -> list[dict]:
+    """Each answer's record as kept, its messages named by their external ids."""
+    external = {message["id"]: message["external_id"] for message in messages}
+    return [
+        {
+            "message_id": external[answer["message_id"]],
+            "answered_by": answer["answered_by"],
+            "partial": answer["partial"],
+            "created_at": answer["created_at"],
+            "context_used": {
+                **answer["context_used"],
+                "earlier_messages": [
+                    external[row_id]
+                    for row_id in answer["context_used"].get("earlier_messages", [])
+                    if row_id in external
+                ],
+            },
+        }
+        for answer in answers
+    ]
+
+
+def still_held(
+    used: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], fields: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each record an answer used that memory still holds: the answer's reference to it
+    (id, reason, …) with these `fields` as stored now."""
+    stored = {row["id"]: row for row in rows}
+    return [
+        {**reference, **{name: stored[reference["id"]][name] for name in fields}}
+        for reference in used
+        if reference["id"] in stored
+    ]
+
+
+def sources_view(deps: Deps, user_id: int, context_used: dict[str, Any]) -> dict[str, Any]:
+    """An answer's sources as people read them: each topic, fact, person and earlier message
+    as memory holds it now. What was forgotten since is left out and counted."""
+    store = deps.store
+    topics, facts, people, earlier = (
+        context_used.get(key, []) for key in ("topics", "facts", "people", "earlier_messages")
+    )
+    view = {
+        "topics": still_held(
+            topics,
+            store.topics.by_ids(user_id, [topic["id"] for topic in topics]),
+            ("summary", "first_message_at", "last_message_at"),
+        ),
+        "facts": still_held(
+            facts, store.facts.by_ids(user_id, [fact["id"] for fact in facts]), ("content", "type")
+        ),
+        "people": still_held(
+            people,
+            store.people.by_ids(user_id, [person["id"] for person in people]),
+            ("name", "circle"),
+        ),
+        "earlier_messages": [
+            {
+                "id": message["external_id"],
+                "role": message["role"],
+                "created_at": message["created_at"],
+                "content": message["content"],
+            }
+            for message in store.messages.by_ids(user_id, earlier)
+        ],
+        "session_summary": context_used.get("session_summary", False),
+        "tools": context_used.get("tools", []),
+        "fallbacks": context_used.get("fallbacks", {}),
+    }
+    referenced = len(topics) + len(facts) + len(people) + len(earlier)
+    shown = sum(len(view[key]) for key in ("topics", "facts", "people", "earlier_messages"))
+    return {**view, "forgotten": referenced - shown}
+
+
+def answer_view(deps: Deps, user_id: int, message_id: int | None = None) -> dict[str, Any] | None:
+    """One answer of the user (the newest if `message_id` is None) with its sources; None
+    when the user has no such answer."""
+    store = deps.store
+    answer = (
+        store.answers.latest(user_id)
+        if message_id is None
+        else store.answers.get(user_id, message_id)
+    )
+    if answer is None:
+        return None
+    return {
+        "answer_id": answer["message_id"],
+        "answered_by": answer["answered_by"],
+        "partial": answer["partial"],
+        "created_at": answer["created_at"],
+        "sources": sources_view(deps, user_id, answer["context_used"]),
     }
 
 
@@ -96,4 +193,16 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
         "fallback": state.get("rerank_fallback"),
         "context_tokens": state.get("context_tokens", 0),
         "llm_calls": llm_calls,
+        "answered_by": state.get("answered_by"),
+        "partial": bool(state.get("answer_partial")),
+        **answer_sources_result(deps, user_id, state.get("answer_message_id")),
+    }
+
+
+def answer_sources_result(deps: Deps, user_id: int, message_id: int | None) -> dict[str, Any]:
+    """The stored answer's id and its sources (None for both when nothing was stored)."""
+    answer = answer_view(deps, user_id, message_id) if message_id is not None else None
+    return {
+        "answer_id": message_id,
+        "sources": answer["sources"] if answer else None,
     }

@@ -36,7 +36,7 @@ from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.monitoring import serve_metrics
-from app.turns import answer_stored, compile_response_graph
+from app.turns import OnText, answer_stored, compile_response_graph
 from app.worker import MemoryWorker
 from bot.grouping import MessageGrouper
 from bot.middlewares import (
@@ -47,7 +47,7 @@ from bot.middlewares import (
     TaskTracker,
 )
 from bot.retry import RetryRequestMiddleware
-from bot.routers import callbacks, commands, messages
+from bot.routers import callbacks, commands, messages, sources
 from bot.routers.messages import Turn
 from bot.texts import ENGLISH, RUSSIAN
 from core.deps import Deps
@@ -84,7 +84,12 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
     graph = compile_response_graph(deps, checkpointer)
 
     async def turn(
-        user_id: int, text: str, *, parts: list[dict[str, Any]], external_id: str
+        user_id: int,
+        text: str,
+        *,
+        parts: list[dict[str, Any]],
+        external_id: str,
+        on_text: OnText | None = None,
     ) -> dict[str, Any]:
         stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
         if stored is None:
@@ -97,6 +102,7 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
             text,
             external_id=external_id,
             parts=parts,
+            on_text=on_text,
         )
 
     return turn
@@ -118,7 +124,10 @@ def build_dispatcher(
     dispatcher.update.outer_middleware(LanguageMiddleware())
     dispatcher.message.outer_middleware(StoreIncomingMiddleware())
     dispatcher.include_routers(
-        commands.build_router(), callbacks.build_router(), messages.build_router()
+        sources.build_router(),
+        commands.build_router(),
+        callbacks.build_router(),
+        messages.build_router(),
     )
     dispatcher.startup.register(on_startup)
     dispatcher.shutdown.register(on_shutdown)

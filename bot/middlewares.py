@@ -24,7 +24,7 @@ from typing import Any
 
 from aiogram import BaseMiddleware
 from aiogram.enums import ChatType, ContentType
-from aiogram.types import Message, TelegramObject, Update, User
+from aiogram.types import Chat, Message, TelegramObject, Update, User
 
 from bot.grouping import MessageGrouper
 from bot.media import describe
@@ -38,9 +38,14 @@ log = logging.getLogger(__name__)
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
 
+def stored_id(chat_id: int, message_id: int) -> str:
+    """The stored id of a Telegram message: unique per chat, stable across redeliveries.
+    It is also the id of the turn answering it (the turn's stop button names it)."""
+    return f"tg-{chat_id}-{message_id}"
+
+
 def external_id(message: Message) -> str:
-    """The stored id of a Telegram message: unique per chat, stable across redeliveries."""
-    return f"tg-{message.chat.id}-{message.message_id}"
+    return stored_id(message.chat.id, message.message_id)
 
 
 def is_command(message: Message) -> bool:
@@ -113,6 +118,16 @@ class InFlightMiddleware(BaseMiddleware):
         return await handler(event, data)
 
 
+def sender_id(data: dict[str, Any]) -> int | None:
+    """Who an update comes from: its user, or for an update that names only a chat (the
+    stop button of a draft) the user of that private chat, whose id is the chat's."""
+    user: User | None = data.get("event_from_user")
+    if user is not None:
+        return user.id
+    chat: Chat | None = data.get("event_chat")
+    return chat.id if chat is not None and chat.type == ChatType.PRIVATE else None
+
+
 class AllowlistMiddleware(BaseMiddleware):
     """Only users on the allowlist reach the bot; an empty list lets nobody in."""
 
@@ -120,13 +135,13 @@ class AllowlistMiddleware(BaseMiddleware):
         self.allowed = frozenset(allowed_user_ids)
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        user: User | None = data.get("event_from_user")
-        if user is None or user.id not in self.allowed:
+        user_id = sender_id(data)
+        if user_id is None or user_id not in self.allowed:
             update_id = event.update_id if isinstance(event, Update) else None
             log.info(
                 "ignored update %s from user %s (not on the allowlist)",
                 update_id,
-                user_key(user.id) if user else None,
+                user_key(user_id) if user_id is not None else None,
             )
             return None
         return await handler(event, data)

@@ -25,6 +25,12 @@ def escape(value: object) -> str:
     return html.escape(str(value), quote=False)
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 class _TextExtractor(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -32,6 +38,31 @@ class _TextExtractor(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         self.parts.append(data)
+
+
+class _NestingCheck(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.misnested = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.open and self.open[-1] == tag:
+            self.open.pop()
+        else:
+            self.misnested = True
+
+
+def well_nested(markup: str) -> bool:
+    """Whether every tag closes in order and none is left open (the converter can cross
+    them: an inline code span running over a quote's line end closes the quote first)."""
+    check = _NestingCheck()
+    check.feed(markup)
+    check.close()
+    return not (check.misnested or check.open or check.rawdata)
 
 
 def html_to_plain(markup: str) -> str:

@@ -3,7 +3,9 @@
 Seed 002: exponential backoff of 0.5, 1 and 2 seconds on Telegram API errors.
 A 429 waits the `retry_after` Telegram asks for (up to a cap). Requests are
 retried by a session middleware, so every Bot API call the bot makes is
-covered, except `getUpdates`, whose polling loop in aiogram has its own backoff.
+covered, except `getUpdates`, whose polling loop in aiogram has its own backoff,
+and `sendMessageDraft`: a draft is a passing preview that the next draft replaces,
+so a failed one is dropped (and ends that answer's drafts), never waited for.
 File downloads do not pass through that middleware and use `with_backoff`.
 """
 
@@ -20,7 +22,7 @@ from aiogram.client.session.middlewares.base import (
     NextRequestMiddlewareType,
 )
 from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
-from aiogram.methods import GetUpdates, Response, TelegramMethod
+from aiogram.methods import GetUpdates, Response, SendMessageDraft, TelegramMethod
 from aiogram.methods.base import TelegramType
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ class RetryRequestMiddleware(BaseRequestMiddleware):
         bot: Bot,
         method: TelegramMethod[TelegramType],
     ) -> Response[TelegramType]:
-        if isinstance(method, GetUpdates):
+        if isinstance(method, GetUpdates | SendMessageDraft):
             return await make_request(bot, method)
         name: Any = getattr(method, "__api_method__", type(method).__name__)
         return await with_backoff(

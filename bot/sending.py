@@ -1,6 +1,7 @@
 """Sending an answer: Markdown → Telegram HTML, split, replied, plain text if refused.
 
-Each part is sent as HTML; the first replies to the user's message. A part
+Each part is sent as HTML; the first replies to the user's message, buttons (the
+answer's Sources) go under the last. A part
 Telegram refuses to parse ("can't parse entities") is sent again as its plain
 text, so a rendering bug costs formatting, never the answer.
 """
@@ -12,7 +13,7 @@ import logging
 from aiogram import Bot
 from aiogram.enums import ParseMode
 from aiogram.exceptions import TelegramBadRequest
-from aiogram.types import Message, ReplyParameters
+from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
 from bot.render import html_to_plain, markdown_to_html
 from bot.splitting import split_message
@@ -25,15 +26,25 @@ def is_parse_error(error: TelegramBadRequest) -> bool:
 
 
 async def send_html(
-    bot: Bot, chat_id: int, markup: str, *, reply_to: int | None = None, **kwargs
+    bot: Bot,
+    chat_id: int,
+    markup: str,
+    *,
+    reply_to: int | None = None,
+    buttons: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
-    """HTML in parts under Telegram's limit; a part Telegram cannot parse goes as plain text."""
+    """HTML in parts under Telegram's limit; a part Telegram cannot parse goes as plain text.
+    The first part replies to `reply_to`; `buttons` go under the last part."""
     sent: list[Message] = []
-    for index, part in enumerate(split_message(markup, html=True)):
+    parts = split_message(markup, html=True)
+    for index, part in enumerate(parts):
         reply = (
             ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
             if reply_to is not None and index == 0
             else None
+        )
+        kwargs = (
+            {"reply_markup": buttons} if buttons is not None and index == len(parts) - 1 else {}
         )
         try:
             sent.append(
@@ -47,18 +58,28 @@ async def send_html(
             log.warning(
                 "Telegram refused the HTML of part %d (%s); sending plain text", index, error
             )
-            for plain_index, plain in enumerate(split_message(html_to_plain(part))):
+            plains = split_message(html_to_plain(part))
+            for plain_index, plain in enumerate(plains):
                 sent.append(
                     await bot.send_message(
                         chat_id,
                         plain,
                         parse_mode=None,
                         reply_parameters=reply if plain_index == 0 else None,
-                        **kwargs,
+                        **(kwargs if plain_index == len(plains) - 1 else {}),
                     )
                 )
     return sent
 
 
-async def send_answer(bot: Bot, chat_id: int, markdown: str, *, reply_to: int) -> list[Message]:
-    return await send_html(bot, chat_id, markdown_to_html(markdown), reply_to=reply_to)
+async def send_answer(
+    bot: Bot,
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to: int,
+    buttons: InlineKeyboardMarkup | None = None,
+) -> list[Message]:
+    return await send_html(
+        bot, chat_id, markdown_to_html(markdown), reply_to=reply_to, buttons=buttons
+    )

@@ -43,6 +43,28 @@ class Texts:
     audio: str
     document: str
     truncated: str
+    stopped_before_writing: str
+    private_only: str
+    sources_button: str
+    sources_title: str
+    sources_partial: str
+    sources_topics: str
+    sources_why: str
+    sources_cut: str
+    sources_facts: str
+    sources_core_fact: str
+    sources_people: str
+    sources_earlier: str
+    sources_you: str
+    sources_me: str
+    sources_summary: str
+    sources_tools: str
+    sources_forgotten: str
+    sources_nothing: str
+    sources_no_answer: str
+    sources_gone: str
+    fallback_notes: dict[str, str]
+    """Per agent: what its fallback meant for the answer (`{reason}`: the reason code)."""
 
     def commands(self) -> list[tuple[str, str]]:
         """(command, description) pairs for the Telegram command menu."""
@@ -52,6 +74,7 @@ class Texts:
                 ("memory", "Что я помню о вас"),
                 ("forget", "Забыть факт или тему"),
                 ("export", "Вся память файлом JSON"),
+                ("why", "Из чего сложился последний ответ"),
                 ("stats", "Статистика"),
                 ("help", "Справка"),
             ]
@@ -60,6 +83,7 @@ class Texts:
             ("memory", "What I remember about you"),
             ("forget", "Forget a fact or a topic"),
             ("export", "All memory as a JSON file"),
+            ("why", "What the last answer was made from"),
             ("stats", "Statistics"),
             ("help", "Help"),
         ]
@@ -80,7 +104,10 @@ ENGLISH = Texts(
         "/memory: facts, people and recent topics I keep\n"
         "/forget: delete a fact or a topic\n"
         "/export: everything I keep about you as a JSON file\n"
-        "/stats: how much I remember"
+        "/why: what my last answer was made from (also the Sources button under an answer)\n"
+        "/stats: how much I remember\n\n"
+        "While I write, the answer appears as it grows; the stop button keeps what is "
+        "written so far."
     ),
     new_segment="Started a new conversation. What I remember stays with me.",
     memory_empty="I don't remember anything about you yet.",
@@ -114,6 +141,34 @@ ENGLISH = Texts(
     audio="[audio: {name}]",
     document="[document: {name}]",
     truncated="[… document truncated at {limit} characters]",
+    stopped_before_writing="Stopped before I wrote anything.",
+    private_only="I show what I remember only in our private chat.",
+    sources_button="Sources",
+    sources_title="<b>What this answer was made from</b>",
+    sources_partial="<i>The answer was stopped while I was writing it.</i>",
+    sources_topics="<b>Past conversations</b>",
+    sources_why="why",
+    sources_cut="only its most relevant messages",
+    sources_facts="<b>Facts about you</b>",
+    sources_core_fact="always in view",
+    sources_people="<b>People</b>",
+    sources_earlier="<b>Earlier in this conversation</b>",
+    sources_you="you",
+    sources_me="me",
+    sources_summary="A summary of the earlier part of this conversation.",
+    sources_tools="<b>Searched memory</b>",
+    sources_forgotten="{count} of the sources have been forgotten since.",
+    sources_nothing="This answer used nothing from memory.",
+    sources_no_answer="There is no answer of mine to explain yet.",
+    sources_gone="That answer is no longer in memory.",
+    fallback_notes={
+        "enricher": "The search used your words as written ({reason}).",
+        "summariser": "The earlier part of the conversation was summarised without the "
+        "model ({reason}).",
+        "reranker": "Past conversations were taken in search order, without the reranker "
+        "({reason}).",
+        "responder": "The answer quotes memory; the model did not write it ({reason}).",
+    },
 )
 
 RUSSIAN = Texts(
@@ -131,7 +186,10 @@ RUSSIAN = Texts(
         "/memory — факты, люди и недавние темы\n"
         "/forget — удалить факт или тему\n"
         "/export — всё, что я о вас храню, файлом JSON\n"
-        "/stats — сколько я помню"
+        "/why — из чего сложился мой последний ответ (или кнопка «Источники» под ответом)\n"
+        "/stats — сколько я помню\n\n"
+        "Ответ появляется по мере того, как я его пишу; кнопка остановки сохраняет уже "
+        "написанное."
     ),
     new_segment="Начали новый разговор. Всё, что я помню, остаётся со мной.",
     memory_empty="Я пока ничего о вас не помню.",
@@ -165,6 +223,32 @@ RUSSIAN = Texts(
     audio="[аудио: {name}]",
     document="[документ: {name}]",
     truncated="[… документ обрезан на {limit} символах]",
+    stopped_before_writing="Остановлено до того, как я что-то написал.",
+    private_only="То, что я помню, я показываю только в нашем личном чате.",
+    sources_button="Источники",
+    sources_title="<b>Из чего сложился этот ответ</b>",
+    sources_partial="<i>Ответ остановлен, пока я его писал.</i>",
+    sources_topics="<b>Прошлые разговоры</b>",
+    sources_why="почему",
+    sources_cut="только самые нужные сообщения",
+    sources_facts="<b>Факты о вас</b>",
+    sources_core_fact="всегда перед глазами",
+    sources_people="<b>Люди</b>",
+    sources_earlier="<b>Ранее в этом разговоре</b>",
+    sources_you="вы",
+    sources_me="я",
+    sources_summary="Краткое содержание начала этого разговора.",
+    sources_tools="<b>Поиск по памяти</b>",
+    sources_forgotten="Часть источников ({count}) с тех пор забыта.",
+    sources_nothing="Этот ответ не опирался на память.",
+    sources_no_answer="Пока нет ответа, который можно объяснить.",
+    sources_gone="Этого ответа уже нет в памяти.",
+    fallback_notes={
+        "enricher": "Поиск шёл по вашим словам как есть ({reason}).",
+        "summariser": "Начало разговора сжато без модели ({reason}).",
+        "reranker": "Прошлые разговоры взяты в порядке поиска, без реранкера ({reason}).",
+        "responder": "Ответ цитирует память; модель его не писала ({reason}).",
+    },
 )
 
 

@@ -13,11 +13,14 @@ from app.memory import ingest
 from app.turns import chat_session, run_turn
 from app.views import export_user, topic_view
 from cli.output import (
+    AnswerPrinter,
     console,
     out,
     print_json,
     show_ingest,
     show_next_steps,
+    show_question,
+    show_sources,
     show_turn,
     topics_table,
 )
@@ -128,16 +131,33 @@ async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
     print_json(await asyncio.to_thread(export_user, deps, args.user))
 
 
-@subcommand("ask", "user", "json", configure=positional("question", "the user's message"))
+def ask_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="the user's message")
+    parser.add_argument(
+        "--stream", action="store_true", help="print the answer while it is written"
+    )
+
+
+@subcommand("ask", "user", "json", configure=ask_arguments)
 async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
     """one turn: recall and answer, stored"""
     if not args.question.strip():
         raise CommandError("the question is empty")
     await note_new_user(deps, args.user)
+    if args.stream and args.json:
+        raise CommandError("--stream prints for people; --json is whole, for machines")
+    printer = AnswerPrinter() if args.stream else None
+    if printer:
+        show_question(args.question)
     async with durable_checkpointer(deps.settings) as checkpointer:
-        result = await run_turn(deps, args.user, args.question, checkpointer=checkpointer)
+        result = await run_turn(
+            deps, args.user, args.question, checkpointer=checkpointer, on_text=printer
+        )
     if args.json:
         print_json(result)
+    elif printer:
+        printer.finish(result["answer"])
+        show_sources(result)
     else:
         show_turn(args.question, result)
 
@@ -155,13 +175,23 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     async def read() -> str | None:
         return await asyncio.to_thread(read_line)
 
-    def write(answer: str) -> None:
-        out.print(f"[bold green]topica>[/] {answer}")
+    printer = AnswerPrinter(prompt="[bold green]topica>[/] ")
+
+    def new_answer() -> AnswerPrinter:
+        printer.start()
+        return printer
 
     await note_new_user(deps, args.user)
     out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
     async with durable_checkpointer(deps.settings) as checkpointer:
-        await chat_session(deps, args.user, read, write, checkpointer=checkpointer)
+        await chat_session(
+            deps,
+            args.user,
+            read,
+            printer.finish,
+            checkpointer=checkpointer,
+            on_text=new_answer if deps.settings.streaming else None,
+        )
 
 
 DEMO_QUESTIONS = (

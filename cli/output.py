@@ -55,8 +55,12 @@ def show_ingest(result: dict[str, Any], path: Path) -> None:
     )
 
 
-def show_turn(question: str, result: dict[str, Any]) -> None:
-    out.print(f"[bold cyan]?[/] {question}")
+def show_question(question: str) -> None:
+    out.print(f"[bold cyan]?[/] {question}", highlight=False)
+
+
+def show_sources(result: dict[str, Any]) -> None:
+    """What the answer was made from: the recalled topics and why, then a line of figures."""
     table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("topic", justify="right", no_wrap=True)
@@ -71,12 +75,29 @@ def show_turn(question: str, result: dict[str, Any]) -> None:
             f"{topic['score']:.3f}",
             topic["reason"],
         )
-    out.print(table)
+    if result["topics"]:
+        out.print(table)
+    sources = result.get("sources") or {}
+    used = ", ".join(
+        f"{len(sources[key])} {label}"
+        for key, label in (
+            ("facts", "facts"),
+            ("people", "people"),
+            ("earlier_messages", "earlier"),
+        )
+        if sources.get(key)
+    )
     fallback = f"; reranker fallback: {result['fallback']}" if result["fallback"] else ""
+    partial = "; stopped while written" if result.get("partial") else ""
     out.print(
         f"[dim]{result['context_tokens']} context tokens, {result['llm_calls']} LLM calls"
-        f"{fallback}[/]"
+        f"{fallback}{partial}" + (f"; also used: {used}" if used else "") + "[/]"
     )
+
+
+def show_turn(question: str, result: dict[str, Any]) -> None:
+    show_question(question)
+    show_sources(result)
     out.print(result["answer"])
     out.print()
 
@@ -114,3 +135,34 @@ def show_next_steps(data_dir: Path | None, user_id: int) -> None:
     )
     for command, what in steps:
         out.print(f"  {escape(command)}  [dim]# {what}[/]", highlight=False)
+
+
+class AnswerPrinter:
+    """Prints an answer while it is written (`on_text` of a turn), then finishes the line.
+
+    A model call that starts the text over (a reply after a tool round) begins a new line;
+    an answer that did not stream (a memory-only answer) is printed whole at the end."""
+
+    def __init__(self, prompt: str = "") -> None:
+        self.prompt = prompt
+        self.shown = ""
+
+    def start(self) -> None:
+        self.shown = ""
+
+    def __call__(self, text: str) -> None:
+        if not self.shown:
+            out.print(self.prompt, end="")
+        if text.startswith(self.shown):
+            out.print(text[len(self.shown) :], end="", markup=False, highlight=False)
+        else:
+            out.print("\n" + text, end="", markup=False, highlight=False)
+        self.shown = text
+
+    def finish(self, answer: str) -> None:
+        if self.shown:
+            out.print()
+        else:
+            out.print(self.prompt, end="")
+            out.print(answer, markup=False, highlight=False)
+        self.shown = ""

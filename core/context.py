@@ -102,11 +102,13 @@ class ResponseContext(FromSettings):
     retrieved_topics_count: int = DEFAULTS.retrieved_topics_count
     rrf_k: int = 60
 
-    # Reranker limits (seed 001).
-    rerank_max_topics: int = 5
+    # Reranker switch and limits (seed 001); the limits come from the `reranker_*` settings.
+    reranker_enabled: bool = DEFAULTS.reranker_enabled
+    """Off: the search order decides, with `rerank_fallback` "disabled"."""
+    rerank_max_topics: int = DEFAULTS.reranker_max_topics
     rerank_max_people: int = 10
-    rerank_max_tool_calls: int = 3
-    rerank_timeout_s: float = 10.0
+    rerank_max_tool_calls: int = DEFAULTS.reranker_max_tool_calls
+    rerank_timeout_s: float = DEFAULTS.reranker_timeout_s
     excerpt_threshold_chars: int = 25_000
 
     # Hybrid search beyond the topic vectors: message hits vote for their topics.
@@ -121,16 +123,16 @@ class ResponseContext(FromSettings):
     sliding_window_messages: int = 20
     summary_refresh_messages: int = 20
     """The rolling summary is rewritten once this many messages have left the window."""
-    system_budget_tokens: int = 1_000
+    system_budget_tokens: int = DEFAULTS.system_budget_tokens
     """The system prompt with the date and the core identity facts."""
-    summary_budget_tokens: int = 500
-    auto_rag_budget_tokens: int = 400
-    topics_budget_tokens: int = 8_000
-    people_budget_tokens: int = 500
-    facts_budget_tokens: int = 500
-    window_budget_tokens: int = 3_000
+    summary_budget_tokens: int = DEFAULTS.summary_budget_tokens
+    auto_rag_budget_tokens: int = DEFAULTS.auto_rag_budget_tokens
+    topics_budget_tokens: int = DEFAULTS.topics_budget_tokens
+    people_budget_tokens: int = DEFAULTS.people_budget_tokens
+    facts_budget_tokens: int = DEFAULTS.facts_budget_tokens
+    window_budget_tokens: int = DEFAULTS.window_budget_tokens
     """The sliding window; the auto-RAG block is taken out of it (seed 004)."""
-    current_message_budget_tokens: int = 4_000
+    current_message_budget_tokens: int = DEFAULTS.current_message_budget_tokens
 
     # Auto-RAG over the current segment (seed 004).
     auto_rag_top_k: int = 3
@@ -143,3 +145,15 @@ class ResponseContext(FromSettings):
     # The responder's tool loop (seed 002).
     max_tool_iterations: int = 5
     """Tool rounds before the synthesis turn, which has the tools switched off."""
+
+    turn_id: str | None = None
+    """The turn's id (its message's external id), under which a caller that streams the
+    answer can stop it (`Deps.stops`); None when nobody can."""
+
+    @classmethod
+    def derived(cls, settings: Settings) -> dict[str, Any]:
+        return {
+            "rerank_max_topics": settings.reranker_max_topics,
+            "rerank_max_tool_calls": settings.reranker_max_tool_calls,
+            "rerank_timeout_s": settings.reranker_timeout_s,
+        }

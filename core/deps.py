@@ -7,11 +7,12 @@ graph state or in the run `Context`. Their types are the contracts in `core.port
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.models import ModelRegistry
 from core.ports import Embedder, Indexer, Store, VectorIndex
 from core.settings import Settings
+from core.stops import GenerationStops
 
 
 @dataclass
@@ -22,6 +23,8 @@ class Deps:
     embedder: Embedder
     indexer: Indexer
     models: ModelRegistry
+    stops: GenerationStops = field(default_factory=GenerationStops)
+    """Turns whose answer the user can stop while it is written (the bot's stop button)."""
 
     def close(self) -> None:
         self.store.close()

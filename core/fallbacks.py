@@ -48,6 +48,7 @@ RespondFallback = TextFallback
 RerankFallback = Literal[
     "no_model",
     "no_candidates",
+    "disabled",
     "api_error",
     "timeout_before_tool",
     "timeout_after_tool",
@@ -56,7 +57,8 @@ RerankFallback = Literal[
     "protocol_violation",
 ]
 """The Reranker's, one per row of seed 001's fallback table: before the model asked for
-content the search order decides, after it the ids it asked for."""
+content the search order decides, after it the ids it asked for. `disabled`: the
+reranker is switched off (`TOPICA_RERANKER_ENABLED=false`) and the search order decides."""
 
 
 @dataclass(frozen=True)

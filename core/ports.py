@@ -20,6 +20,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from core.records import (
+    AnsweredBy,
+    AnswerRow,
     FactRow,
     FactType,
     MessageRow,
@@ -99,6 +101,15 @@ class PeopleRepository(Protocol):
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[PersonRow]: ...
 
 
+class AnswerRepository(Protocol):
+    """What each assistant message was answered from (its sources), and whether it was stopped."""
+
+    def record(self, user_id: int, message_id: int, context_used: dict[str, Any], *, answered_by: AnsweredBy, partial: bool = False) -> AnswerRow: ...
+    def get(self, user_id: int, message_id: int) -> AnswerRow | None: ...
+    def latest(self, user_id: int) -> AnswerRow | None: ...
+    def all_of(self, user_id: int) -> list[AnswerRow]: ...
+
+
 class VectorQueue(Protocol):
     """Records whose vector the index does not have yet, written with the record."""
 
@@ -115,6 +126,7 @@ class Store(Protocol):
     topics: TopicRepository
     facts: FactRepository
     people: PeopleRepository
+    answers: AnswerRepository
     vector_queue: VectorQueue
 
     def atomic(self) -> AbstractContextManager[None]: ...

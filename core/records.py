@@ -9,7 +9,7 @@ appear only as a hash (core/tracing.py).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -85,6 +85,21 @@ class SessionSummaryRow(TypedDict):
     summary: str
     written_by: Literal["llm", "extractive"]
     updated_at: str
+
+
+AnsweredBy = Literal["responder", "synthesis", "memory"]
+
+
+class AnswerRow(TypedDict):
+    """What an assistant message (`message_id`) was answered from: seed 003's
+    `context_used` (`core.state.ContextUsed` plus the tools called and the fallbacks
+    taken), by whom, and whether the user stopped it while it was written."""
+
+    message_id: int
+    answered_by: AnsweredBy
+    partial: bool
+    context_used: dict[str, Any]
+    created_at: str
 
 
 def now_iso() -> str:

@@ -84,6 +84,32 @@ class Settings(BaseSettings):
     topics_threshold: float = 0.60
     retrieved_topics_count: int = 50
 
+    # The reranker (seed 001's `reranker_*` switches); disabled = the search order decides.
+    reranker_enabled: bool = True
+    reranker_max_topics: int = Field(default=5, ge=1)
+    reranker_timeout_s: float = Field(default=10.0, gt=0, description="For the whole reranker run.")
+    reranker_max_tool_calls: int = Field(default=3, ge=1)
+
+    # The token budget of each layer of the responder's context (seeds 002-004).
+    system_budget_tokens: int = Field(
+        default=1_000, ge=0, description="The system prompt with the date and core facts."
+    )
+    summary_budget_tokens: int = Field(default=500, ge=0)
+    auto_rag_budget_tokens: int = Field(default=400, ge=0)
+    topics_budget_tokens: int = Field(default=8_000, ge=0)
+    people_budget_tokens: int = Field(default=500, ge=0)
+    facts_budget_tokens: int = Field(default=500, ge=0)
+    window_budget_tokens: int = Field(
+        default=3_000, ge=0, description="The sliding window; auto-RAG's tokens come out of it."
+    )
+    current_message_budget_tokens: int = Field(default=4_000, ge=0)
+
+    # Streaming: answers appear as they are written (Telegram drafts, `topica chat`).
+    streaming: bool = True
+    draft_interval_s: float = Field(
+        default=0.4, gt=0, description="Least time between two updates of a Telegram draft."
+    )
+
     # Telegram bot (seed 002).
     telegram_token: SecretStr | None = None
     telegram_api_url: str = Field(

@@ -17,7 +17,7 @@ from core.fallbacks import (
     SplitFallback,
     SummaryFallback,
 )
-from core.records import FactType, MessageRow
+from core.records import AnsweredBy, FactType, MessageRow
 
 
 class TopicProposal(TypedDict):
@@ -127,6 +127,33 @@ class SelectedPerson(TypedDict):
     reason: str
 
 
+class UsedTopic(SelectedTopic):
+    """A recalled topic as the context showed it."""
+
+    cut: bool
+    """Over the topics budget, it was cut to its messages most relevant to the turn."""
+
+
+class UsedFact(TypedDict):
+    id: int
+    core: bool
+    """A core identity fact of the system prompt, rather than one found for this turn."""
+
+
+class ContextUsed(TypedDict):
+    """What of memory a turn's context held: the answer's sources (seed 003's
+    `context_used`), by id, in the order the context showed them."""
+
+    topics: list[UsedTopic]
+    people: list[SelectedPerson]
+    facts: list[UsedFact]
+    """The core facts of the system prompt first, then the ones found for this turn."""
+    earlier_messages: list[int]
+    """Auto-RAG: messages from earlier in this conversation (row ids)."""
+    session_summary: bool
+    """Whether the rolling summary of the conversation's older part was included."""
+
+
 class FactCandidate(TypedDict):
     """A fact of the user found by vector search for this turn."""
 
@@ -182,12 +209,18 @@ class ResponseState(ResponseInput, total=False):
     context_layers: dict[str, int]
     """Tokens of each context layer that was included, in assembly order."""
     context_tokens: int
+    context_used: ContextUsed
     tool_rounds: int
     empty_replies: int
     respond_fallback: RespondFallback | None
     respond_error: str | None
     answer: str
-    answered_by: Literal["responder", "synthesis", "memory"]
+    answered_by: AnsweredBy
+    answer_partial: bool
+    """The user stopped the answer while it was written; `answer` is what was written."""
+    answer_message_id: int | None
+    """The stored answer's row (its sources are `answers[answer_message_id]`); None when
+    there was nothing to store (stopped before the first word)."""
     sanitized: Annotated[list[str], latest]
     """Artefacts finalize removed from the answer (seed 002's anomaly log)."""
 

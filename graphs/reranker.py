@@ -4,7 +4,7 @@
       │                       │                                          │
       │ no_model              │ api_error                                │ invalid_json
       │ no_candidates         │ timeout_before_tool                      │ tool_call_limit
-      │                       │ protocol_violation                       │ timeout_after_tool
+      │ disabled              │ protocol_violation                       │ timeout_after_tool
       ↓                       ↓                                          │ api_error
     vector_fallback ←─────────┘                                          ↓
                                                                 requested_fallback
@@ -55,7 +55,7 @@ def build_reranker_graph(deps: Deps) -> StateGraph:
         make_prepare(deps),
         destinations={
             "request_content": "ask_model",
-            "vector_fallback": "no_model / no_candidates",
+            "vector_fallback": "no_model / no_candidates / disabled",
         },
     )
     builder.add_node(

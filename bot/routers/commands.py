@@ -17,7 +17,7 @@ from aiogram.types import BufferedInputFile, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from app.views import export_user
-from bot.render import escape
+from bot.render import escape, shorten
 from bot.routers.callbacks import ForgetAction
 from bot.sending import send_html
 from bot.texts import Texts
@@ -27,11 +27,6 @@ MEMORY_FACTS_SHOWN = 30
 MEMORY_TOPICS_SHOWN = 10
 FORGET_CHOICES = 8
 BUTTON_CHARS = 60
-
-
-def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 async def start(message: Message, texts: Texts) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Generic, NamedTuple, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -29,7 +30,15 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.ports import Store
 from core.records import FactRow, MessageRow
-from core.state import FactCandidate, ResponseState, SelectedPerson, SelectedTopic
+from core.state import (
+    ContextUsed,
+    FactCandidate,
+    ResponseState,
+    SelectedPerson,
+    SelectedTopic,
+    UsedFact,
+    UsedTopic,
+)
 from core.text import transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
@@ -49,14 +58,25 @@ from prompts import responder as prompt
 # Room left in the topics budget for the section's own wording and the reasons' framing.
 TOPICS_FRAME_TOKENS = 60
 
+T = TypeVar("T")
 
-def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> str:
+
+class Layer(NamedTuple, Generic[T]):
+    """A layer of the context: its text, and the records of memory it holds (what the
+    answer's sources list)."""
+
+    text: str
+    used: list[T]
+
+
+def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> Layer[int]:
     """The base prompt with the date and as many core facts as the system budget holds."""
     date = prompt_date(turn_moment(context))
     base = prompt.SYSTEM.format(date=date, profile="")
     lines = [f"- [{fact['id']}] {fact['content']}" for fact in core_facts]
     kept = lines_within(lines, context.system_budget_tokens - tokens(base))
-    return prompt.SYSTEM.format(date=date, profile="\n".join(kept) or prompt.NO_PROFILE)
+    text = prompt.SYSTEM.format(date=date, profile="\n".join(kept) or prompt.NO_PROFILE)
+    return Layer(text, [fact["id"] for fact in core_facts[: len(kept)]])
 
 
 def summary_section(summary: str, budget: int) -> str:
@@ -64,14 +84,15 @@ def summary_section(summary: str, budget: int) -> str:
     return prompt.SUMMARY_SECTION.format(summary=truncate_to_tokens(summary, budget - frame))
 
 
-def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> str:
+def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> Layer[int]:
     """The best hits that fit the budget whole, shown in conversation order."""
     frame = tokens(prompt.AUTO_RAG_SECTION.format(messages=""))
     lines = lines_within([transcript([m]) for m in messages], budget - frame)
     if not lines:
-        return ""
+        return Layer("", [])
     kept = sorted(messages[: len(lines)], key=lambda m: m["seq"])
-    return prompt.AUTO_RAG_SECTION.format(messages=transcript(kept))
+    text = prompt.AUTO_RAG_SECTION.format(messages=transcript(kept))
+    return Layer(text, [message["id"] for message in kept])
 
 
 def topics_section(
@@ -81,7 +102,7 @@ def topics_section(
     budget: int,
     message_hits: Sequence[Sequence[int]] = (),
     rrf_k: int = 60,
-) -> str:
+) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
     Topics that fit are shown whole; when they do not all fit, each is cut to its
@@ -90,26 +111,32 @@ def topics_section(
     first topics' opening lines.
     """
     if not selected:
-        return ""
+        return Layer("", [])
     reasons = "\n".join(f"- Topic {topic['id']}: {topic['reason']}" for topic in selected)
     max_chars = max(0, budget - tokens(reasons) - TOPICS_FRAME_TOKENS) * CHARS_PER_TOKEN
     topic_ids = [topic["id"] for topic in selected]
-    excerpts = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
+    given = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
+    excerpts = given
     content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
     if len(content) > max_chars:
         topic_ids, excerpts = relevant_excerpts(
-            store, user_id, topic_ids, message_hits, max_chars, rrf_k, given=excerpts
+            store, user_id, topic_ids, message_hits, max_chars, rrf_k, given=given
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
         )
     section = prompt.TOPICS_SECTION.format(reasons=reasons, content=content)
-    return truncate_to_tokens(section, budget)
+    picks = {topic["id"]: topic for topic in selected}
+    used = [
+        UsedTopic(**picks[topic_id], cut=topic_id in excerpts and topic_id not in given)
+        for topic_id in topic_ids
+    ]
+    return Layer(truncate_to_tokens(section, budget), used)
 
 
 def people_section(
     store: Store, user_id: int, selected: Sequence[SelectedPerson], budget: int
-) -> str:
+) -> Layer[SelectedPerson]:
     reasons = {person["id"]: person["reason"] for person in selected}
     people = store.people.by_ids(user_id, list(reasons))
     lines = []
@@ -119,18 +146,26 @@ def people_section(
         lines.append(f"- {person['name']}{detail} — {reasons[person['id']]}")
     frame = tokens(prompt.PEOPLE_SECTION.format(people=""))
     kept = lines_within(lines, budget - frame)
-    return prompt.PEOPLE_SECTION.format(people="\n".join(kept)) if kept else ""
+    if not kept:
+        return Layer("", [])
+    used = [SelectedPerson(id=p["id"], reason=reasons[p["id"]]) for p in people[: len(kept)]]
+    return Layer(prompt.PEOPLE_SECTION.format(people="\n".join(kept)), used)
 
 
-def facts_section(candidates: Sequence[FactCandidate], core_ids: set[int], budget: int) -> str:
+def facts_section(
+    candidates: Sequence[FactCandidate], core_ids: set[int], budget: int
+) -> Layer[int]:
+    facts = [fact for fact in candidates if fact["id"] not in core_ids]
     lines = [
         f"- [{fact['id']}] {fact['type']}, {fact['importance']}: {fact['content']}"
-        for fact in candidates
-        if fact["id"] not in core_ids
+        for fact in facts
     ]
     frame = tokens(prompt.FACTS_SECTION.format(facts=""))
     kept = lines_within(lines, budget - frame)
-    return prompt.FACTS_SECTION.format(facts="\n".join(kept)) if kept else ""
+    if not kept:
+        return Layer("", [])
+    text = prompt.FACTS_SECTION.format(facts="\n".join(kept))
+    return Layer(text, [fact["id"] for fact in facts[: len(kept)]])
 
 
 def chat_turn(message: MessageRow) -> BaseMessage:
@@ -153,8 +188,8 @@ def recalled_sections(
     state: ResponseState,
     core_ids: set[int],
     context: ResponseContext,
-) -> list[tuple[str, str]]:
-    """Layers 4-6: what the reranker chose and the relevant facts, as (layer, text)."""
+) -> list[tuple[str, Layer]]:
+    """Layers 4-6: what the reranker chose and the relevant facts, as (name, layer)."""
     return [
         (
             "topics",
@@ -187,7 +222,7 @@ def make_assemble(deps: Deps):
 
     async def session_sections(
         state: ResponseState, context: ResponseContext, view: SessionView
-    ) -> list[tuple[str, str]]:
+    ) -> list[tuple[str, Layer]]:
         """Layers 2-3, only for a segment longer than the window (seeds 003, 004)."""
         if not view.longer_than_window:
             return []
@@ -199,8 +234,9 @@ def make_assemble(deps: Deps):
         earlier = await asyncio.to_thread(
             relevant_earlier_messages, deps, context, state["text"], view.segment, shown, recalled
         )
+        summary_text = summary_section(summary, context.summary_budget_tokens) if summary else ""
         return [
-            ("summary", summary_section(summary, context.summary_budget_tokens) if summary else ""),
+            ("summary", Layer(summary_text, [])),
             ("auto_rag", auto_rag_section(earlier, context.auto_rag_budget_tokens)),
         ]
 
@@ -211,14 +247,30 @@ def make_assemble(deps: Deps):
             session_view, store, user_id, state.get("message_id"), context.sliding_window_messages
         )
         core_facts = await asyncio.to_thread(store.facts.core, user_id)
-        system = system_prompt(core_facts, context)
+        system, core_used = system_prompt(core_facts, context)
         sections = await session_sections(state, context, view)
         sections += await asyncio.to_thread(
             recalled_sections, store, user_id, state, {f["id"] for f in core_facts}, context
         )
-        included = [(name, text) for name, text in sections if text]
-        layers = {"system": tokens(system), **{name: tokens(text) for name, text in included}}
-        system_message = SystemMessage("\n\n".join([system, *(text for _, text in included)]))
+        included = {name: layer for name, layer in sections if layer.text}
+        layers = {
+            "system": tokens(system),
+            **{name: tokens(layer.text) for name, layer in included.items()},
+        }
+        system_message = SystemMessage(
+            "\n\n".join([system, *(layer.text for layer in included.values())])
+        )
+        used = {name: layer.used for name, layer in included.items()}
+        context_used = ContextUsed(
+            topics=used.get("topics", []),
+            people=used.get("people", []),
+            facts=[
+                *(UsedFact(id=fact_id, core=True) for fact_id in core_used),
+                *(UsedFact(id=fact_id, core=False) for fact_id in used.get("facts", [])),
+            ],
+            earlier_messages=used.get("auto_rag", []),
+            session_summary="summary" in included,
+        )
 
         window = window_turns(view.window, context.window_budget_tokens - layers.get("auto_rag", 0))
         if window:
@@ -232,11 +284,13 @@ def make_assemble(deps: Deps):
             "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages],
             "context_layers": layers,
             "context_tokens": message_tokens(messages),
+            "context_used": context_used,
             "tool_rounds": 0,
             "empty_replies": 0,
             "respond_fallback": None,
             "respond_error": None,
             "answer": "",
+            "answer_partial": False,
             "sanitized": [],
         }
 

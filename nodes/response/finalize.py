@@ -1,4 +1,5 @@
-"""Finalize: sanitise the answer (seed 002) and store it as the assistant's message.
+"""Finalize: sanitise the answer (seed 002) and store it as the assistant's message, with
+its sources (seed 003's `context_used`) in the same transaction.
 
 Models sometimes leak control tokens (`</tool_code>`, `</s>`) or loop, printing JSON
 block after JSON block. Those artefacts are cut and named in `sanitized`; a run of three
@@ -10,15 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from typing import Any
 from uuid import uuid4
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import ANOMALIES
-from core.records import NewMessage
-from core.state import ResponseState
+from core.records import AnsweredBy, NewMessage
+from core.state import ContextUsed, ResponseState
 from nodes.shared.clock import turn_moment
 
 ARTEFACTS = ("</tool_code>", "<tool_code>", "</s>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
@@ -92,10 +95,59 @@ def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
         ANOMALIES.labels(type="sanitized").inc()
 
 
+NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
+FALLBACKS = {
+    "enricher": "enrich_fallback",
+    "summariser": "summary_fallback",
+    "reranker": "rerank_fallback",
+    "responder": "respond_fallback",
+}
+"""Each agent, and the state key of the fallback reason it may have left."""
+
+
+def answer_sources(state: ResponseState) -> dict[str, Any]:
+    """Seed 003's `context_used`: what the context held of memory, the tools the responder
+    called (and with what), and the agents that fell back, with their reasons."""
+    tools = [
+        {"name": call["name"], "args": call["args"]}
+        for message in state.get("messages") or []
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    ]
+    fallbacks = {agent: state.get(key) for agent, key in FALLBACKS.items() if state.get(key)}
+    return {**(state.get("context_used") or NO_CONTEXT), "tools": tools, "fallbacks": fallbacks}
+
+
+def store_answer(
+    deps: Deps,
+    user_id: int,
+    reply: NewMessage,
+    sources: dict[str, Any],
+    *,
+    answered_by: AnsweredBy,
+    partial: bool,
+) -> int:
+    """The answer and its sources in one transaction, then the answer indexed; its row id.
+    An answer already stored (a resumed run) gets its sources recorded again."""
+    store = deps.store
+    with store.atomic():
+        rows = store.messages.add(user_id, [reply])
+        message = rows[0] if rows else store.messages.by_external_id(user_id, reply["external_id"])
+        assert message is not None, "the answer was stored by this run or an earlier one"
+        store.answers.record(
+            user_id, message["id"], sources, answered_by=answered_by, partial=partial
+        )
+    deps.indexer.index(user_id, "messages")
+    return message["id"]
+
+
 def make_finalize(deps: Deps):
     async def finalize(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         context = runtime.context
         answer, anomalies = sanitize(state.get("answer", ""))
+        count_anomalies(state, anomalies)
+        if not answer:  # stopped by the user before the first word: nothing to keep
+            return {"answer": "", "sanitized": anomalies, "answer_message_id": None}
         reply = NewMessage(
             external_id=reply_external_id(state.get("message_id")),
             role="assistant",
@@ -103,8 +155,15 @@ def make_finalize(deps: Deps):
             created_at=turn_moment(context).isoformat(timespec="seconds"),
             author=ASSISTANT_NAME,
         )
-        await asyncio.to_thread(deps.indexer.store_messages, context.user_id, [reply])
-        count_anomalies(state, anomalies)
-        return {"answer": answer, "sanitized": anomalies}
+        message_id = await asyncio.to_thread(
+            store_answer,
+            deps,
+            context.user_id,
+            reply,
+            answer_sources(state),
+            answered_by=state.get("answered_by", "memory"),
+            partial=bool(state.get("answer_partial")),
+        )
+        return {"answer": answer, "sanitized": anomalies, "answer_message_id": message_id}
 
     return finalize

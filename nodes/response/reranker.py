@@ -136,6 +136,8 @@ def make_prepare(deps: Deps):
         }
         if not candidates:
             reason: RerankFallback | None = "no_candidates"
+        elif not context.reranker_enabled:
+            reason = "disabled"
         elif deps.models.get("reranker") is None:
             reason = "no_model"
         else:

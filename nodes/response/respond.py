@@ -6,6 +6,10 @@
 after sanitising) is retried once. No configured model, a provider failure or a second
 empty reply take the labelled edge to the memory-only answer, the reason in
 `respond_fallback`. Both nodes route with `Command`; `route_after_tools` only reads state.
+
+A turn someone can stop (`ResponseContext.turn_id` open in `Deps.stops`) reads the reply
+as a stream; a stop ends it at once and what was written goes to `finalize` as the
+answer, marked `answer_partial`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from nodes.shared.structured import message_text
 from prompts import responder as prompt
 
 EMPTY_REPLY_RETRIES = 1
+ANSWERED_BY = {"respond": "responder", "synthesize": "synthesis"}
 
 Next = Literal["tools", "respond", "synthesize", "offline_answer", "finalize"]
 
@@ -49,8 +54,17 @@ def reply_command(
             return Command(goto="offline_answer", update=update)
         return Command(goto=node, update={"empty_replies": empty_replies})
     answer = AIMessage(text) if reply.tool_calls else reply
-    answered_by = "responder" if node == "respond" else "synthesis"
-    update = {"messages": [answer], "answer": text, "answered_by": answered_by}
+    update = {"messages": [answer], "answer": text, "answered_by": ANSWERED_BY[node]}
+    return Command(goto="finalize", update=update)
+
+
+def stopped_command(written: AIMessage, node: Literal["respond", "synthesize"]) -> Command[Next]:
+    """The user stopped the answer while it was written: what was written is the answer,
+    marked partial (possibly nothing, if the stop came before the first word)."""
+    text = message_text(written)
+    update = {"answer": text, "answer_partial": True, "answered_by": ANSWERED_BY[node]}
+    if text:
+        update["messages"] = [AIMessage(text)]
     return Command(goto="finalize", update=update)
 
 
@@ -69,10 +83,13 @@ async def responder_turn(
         user_id=context.user_id,
         parse=lambda reply: reply,
         bind=bind,
+        stop=deps.stops.event(context.turn_id),
     )
     if isinstance(result, AgentFallback):
         update = {"respond_fallback": result.reason, "respond_error": result.detail or None}
         return Command(goto="offline_answer", update=update)
+    if result.stopped:
+        return stopped_command(result.value, node)
     return reply_command(result.value, state, node)
 
 

@@ -10,16 +10,22 @@ is logged here, once, with the user's pseudonym.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from functools import reduce
+from typing import Any, Generic, TypeVar
 
 import httpx
 import openai
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import ensure_config, merge_configs
 from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
@@ -47,6 +53,8 @@ JSON_MODE = {"type": "json_object"}
 class AgentReply(Generic[T]):
     message: AIMessage
     value: T
+    stopped: bool = False
+    """The caller's stop event cut the reply short: `message` is what was written by then."""
 
 
 def describe(error: BaseException) -> str:
@@ -80,17 +88,26 @@ async def call_agent(
     parse: Callable[[AIMessage], T] = text_of,
     bind: Callable[[BaseChatModel], Runnable] | None = None,
     timeout_s: float | None = None,
+    stop: asyncio.Event | None = None,
 ) -> AgentReply[T] | AgentFallback:
     """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
-    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call."""
+    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call.
+
+    With a `stop` event the reply is read as a stream and cut short when the event is set
+    (see `stream_reply`)."""
     model = models.get(agent)
     if model is None:
         return AgentFallback("no_model")
     runnable = bind(model) if bind is not None else model
     messages = list(await request() if callable(request) else request)
     try:
-        reply = await asyncio.wait_for(runnable.ainvoke(messages), timeout=timeout_s)
-        return AgentReply(reply, parse(reply))
+        if stop is None:
+            reply, stopped = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s), False
+        else:
+            reply, stopped = await asyncio.wait_for(
+                stream_reply(runnable, messages, stop), timeout_s
+            )
+        return AgentReply(reply, parse(reply), stopped)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
         fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
@@ -98,6 +115,55 @@ async def call_agent(
         fallback = AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
     log.warning("user %s: %s fell back: %s", user_key(user_id), agent, fallback)
     return fallback
+
+
+async def stream_reply(
+    runnable: Runnable, messages: Sequence[BaseMessage], stop: asyncio.Event
+) -> tuple[AIMessage, bool]:
+    """The reply read as a stream, and whether `stop` cut it short.
+
+    When `stop` is set the stream is closed at once (the provider stops generating on the
+    closed connection) and the reply is the text written so far, without any half-written
+    tool call: every token reported to the run's callbacks, so nothing the user may have
+    seen in LangGraph's `messages` stream is missing from it."""
+    if stop.is_set():
+        return AIMessage(""), True
+    chunks: list[AIMessageChunk] = []
+    written = WrittenSoFar()
+    config = merge_configs(ensure_config(), {"callbacks": [written]})
+
+    async def read() -> None:
+        async for chunk in runnable.astream(messages, config):
+            chunks.append(chunk)
+
+    reading = asyncio.ensure_future(read())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    if reading.cancelled():
+        return AIMessage(written.text), True
+    reading.result()  # a provider failure surfaces here
+    whole = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
+    return message_chunk_to_message(whole), False
+
+
+class WrittenSoFar(BaseCallbackHandler):
+    """The text of a streamed reply as its tokens were reported: what LangGraph's `messages`
+    stream, and so the user, may have seen already, even of a chunk the reader never got."""
+
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def on_llm_new_token(self, token: str, *, chunk: Any = None, **kwargs: Any) -> None:
+        self.text += chunk.message.text if chunk is not None else token
 
 
 async def call_agent_json(

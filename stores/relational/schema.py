@@ -169,4 +169,19 @@ MIGRATIONS: tuple[str, ...] = (
     _fts_with_user("messages", "content")
     + _fts_with_user("topics", "summary")
     + SUMMARY_UPDATE_TRIGGER,
+    # 5: what each answer was made from (seed 003's `context_used`): the topics, facts,
+    # people and earlier messages its context held (by id, with the reranker's reasons and
+    # excerpts), the tools called, the fallbacks taken; and whether the user stopped it
+    # while it was written (`partial`). Goes when its message goes.
+    """
+    CREATE TABLE answers (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL,
+        answered_by TEXT NOT NULL CHECK (answered_by IN ('responder', 'synthesis', 'memory')),
+        partial INTEGER NOT NULL DEFAULT 0 CHECK (partial IN (0, 1)),
+        context_used TEXT NOT NULL CHECK (json_valid(context_used)),
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX answers_user ON answers(user_id, message_id);
+    """,
 )

@@ -103,11 +103,13 @@ async def start_bot(make_deps: Callable[..., Deps]) -> AsyncIterator[Callable[..
         real_turn = make_turn(deps, checkpointer)
         turns: list[dict[str, Any]] = []
 
-        async def recorded_turn(user_id, text, *, parts, external_id):
+        async def recorded_turn(user_id, text, *, parts, external_id, on_text=None):
             record = {"user_id": user_id, "text": text, "parts": parts, "external_id": external_id}
             turns.append(record)
             record["started"] = time.monotonic()
-            record["result"] = await real_turn(user_id, text, parts=parts, external_id=external_id)
+            record["result"] = await real_turn(
+                user_id, text, parts=parts, external_id=external_id, on_text=on_text
+            )
             record["finished"] = time.monotonic()
             return record["result"]
 

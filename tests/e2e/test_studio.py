@@ -4,7 +4,10 @@ The server is a real `langgraph dev` process on 127.0.0.1 over a temporary data
 directory, bounded in time and stopped by its process id. It runs on the project's
 `langgraph.json` with the graphs' paths made absolute and its `env` file moved to a
 temporary one, which alone names the data directory: the runs finding the seeded
-messages prove that Studio takes its settings from the env file.
+messages prove that Studio takes its settings from the env file. Its responder is the real
+`ChatOpenAI` on the scripted server (on a thread of its own), named in that env file too:
+a run with nothing scripted gets an HTTP 500 and answers from memory alone; a scripted
+reply streams its tokens to the SDK as the model writes them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +30,7 @@ from langgraph_sdk import get_client
 from core.settings import Settings
 from stores.saved_sessions import read_session
 from stores.services import build_deps
+from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
 from tests.support.processes import free_port, untraced_environment
@@ -36,7 +41,24 @@ pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def model_server() -> Iterator[ScriptedOpenAI]:
+    """The scripted model on an event loop of its own thread (each test has its own loop)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    scripted = ScriptedOpenAI()
+    asyncio.run_coroutine_threadsafe(scripted.start(), loop).result(timeout=10)
+    try:
+        yield scripted
+    finally:
+        asyncio.run_coroutine_threadsafe(scripted.stop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, model_server: ScriptedOpenAI) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("studio-data")
 
     async def seed() -> None:
@@ -48,7 +70,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
     assert config["env"] == ".env"
     env_file = data_dir / "studio.env"
-    env_file.write_text(f"TOPICA_DATA_DIR={data_dir}\n", encoding="utf-8")
+    env_file.write_text(
+        f"TOPICA_DATA_DIR={data_dir}\n"
+        f"TOPICA_LLM_BASE_URL={model_server.base_url}\n"
+        "TOPICA_LLM_API_KEY=test\nTOPICA_LLM_MAX_RETRIES=0\nTOPICA_RESPONDER_MODEL=scripted\n",
+        encoding="utf-8",
+    )
     config |= {
         "env": str(env_file),
         "dependencies": [str(ROOT)],
@@ -154,3 +181,31 @@ async def test_a_run_with_a_missing_or_invalid_context_fails_saying_so(
     assert problem in str(raised.value)
     assert "assistant's configuration" in str(raised.value)
     assert "TypeError" not in str(raised.value)
+
+
+async def test_the_sdk_sees_the_answer_while_the_model_writes_it(
+    server: str, model_server: ScriptedOpenAI
+) -> None:
+    answer = "Ветеринар сказал: у Марципана болезнь почек, нужна диета Renal и фонтанчик."
+    model_server.script(reply(answer, pace_s=0.05))
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    tokens: list[str] = []
+    model_done_at_first_token = None
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        "response",
+        input={"text": "Что сказал ветеринар про Марципана?"},
+        context={"user_id": USER_ID},
+        stream_mode="messages-tuple",
+    ):
+        if part.event != "messages":
+            continue
+        message, metadata = part.data
+        if metadata.get("langgraph_node") == "respond" and message.get("content"):
+            if not tokens:
+                model_done_at_first_token = model_server.streams[-1].completed
+            tokens.append(message["content"])
+
+    assert len(tokens) > 5 and "".join(tokens) == answer
+    assert model_done_at_first_token is False, "the first token came while the model wrote"

@@ -71,18 +71,20 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
         SelectedTopic(id=garden, reason="the garden", excerpt=None, score=1.0),
         SelectedTopic(id=zoo, reason="the zoo trip", excerpt=None, score=0.9),
     ]
-    whole = topics_section(deps.store, USER, selected, 8000, found["message_hits"])
+    whole, used = topics_section(deps.store, USER, selected, 8000, found["message_hits"])
     assert EXCERPT_LABEL not in whole and "Mulch helps" in whole and "plush penguin" in whole
+    assert [(topic["id"], topic["cut"]) for topic in used] == [(garden, False), (zoo, False)]
 
     budget = 260
-    cut = topics_section(deps.store, USER, selected, budget, found["message_hits"])
+    cut, used = topics_section(deps.store, USER, selected, budget, found["message_hits"])
     assert tokens(cut) <= budget
+    assert (zoo, True) in [(topic["id"], topic["cut"]) for topic in used]
     # The answer ("called it Caramel") has no word of the question: it is kept as the
     # neighbour of the giraffe messages, while the first topic's opening lines are not.
     assert "called it Caramel" in cut and "feed a giraffe" in cut
     assert EXCERPT_LABEL in cut and "planted tomatoes" not in cut
     # Without the hits, the same budget keeps what comes first and loses the answer.
-    blind = topics_section(deps.store, USER, selected, budget, [])
+    blind, _ = topics_section(deps.store, USER, selected, budget, [])
     assert tokens(blind) <= budget and "called it Caramel" not in blind
 
 

@@ -9,6 +9,7 @@ here first rather than as a confusing failure elsewhere.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import time
@@ -341,6 +342,68 @@ async def test_streaming_tool_call() -> None:
         assert merged is not None
         assert merged.tool_calls[0]["name"] == "get_topics_content"
         assert merged.tool_calls[0]["args"] == {"topic_ids": [1]}
+
+
+async def test_streamed_tool_call_arguments_arrive_in_fragments() -> None:
+    """As the real API streams a call: a header delta with the id and name, then the JSON
+    arguments in pieces, which LangChain must put back together."""
+    arguments = {"topic_ids": [1, 22, 333], "note": "the vet's advice about Marzipan"}
+    async with ScriptedOpenAI() as server:
+        server.script(tool_call("get_topics_content", arguments))
+        llm = make_llm(server).bind_tools([get_topics_content])
+
+        chunks = [chunk async for chunk in llm.astream("stream a tool call")]
+
+    pieces = [piece for chunk in chunks for piece in chunk.tool_call_chunks]
+    assert [piece["name"] for piece in pieces if piece["name"]] == ["get_topics_content"]
+    assert [piece["id"] for piece in pieces if piece["id"]] == ["call_1"]
+    assert len([piece for piece in pieces if piece["args"]]) > 3
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged += chunk
+    assert merged.tool_calls == [
+        {"name": "get_topics_content", "args": arguments, "id": "call_1", "type": "tool_call"}
+    ]
+
+
+async def test_streamed_reply_is_paced_and_recorded() -> None:
+    text = "one two three four five six"
+    async with ScriptedOpenAI() as server:
+        server.script(reply(text, pace_s=0.05))
+
+        received = [time.monotonic() async for _ in make_llm(server).astream("pace it")]
+
+    [record] = server.streams
+    assert record.completed and record.chunks_sent == record.chunks_total
+    assert record.content_sent == text
+    assert record.first_content_at == record.chunk_times[1]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(record.chunk_times[1:])]
+    assert min(gaps) >= 0.045
+    assert received[-1] - received[1] >= 0.045 * (len(text.split()) - 1)
+
+
+async def test_a_client_hanging_up_mid_stream_is_recorded() -> None:
+    """A client that stops reading (a user's stop button) closes the connection; the server
+    writes no more (were it still connected, stopping the server would flush the rest)."""
+    async with ScriptedOpenAI() as server:
+        server.script(reply("word " * 60, pace_s=0.02))
+        stream = make_llm(server).astream("hang up early")
+        async for index, _ in _numbered(stream):
+            if index == 5:
+                break
+        await stream.aclose()
+        await asyncio.sleep(0.3)
+
+    [record] = server.streams
+    assert not record.completed
+    assert record.chunks_sent < record.chunks_total
+
+
+async def _numbered(items: AsyncIterator[Any]) -> AsyncIterator[tuple[int, Any]]:
+    index = 0
+    async for item in items:
+        index += 1
+        yield index, item
 
 
 async def test_models_endpoint_and_start_stop() -> None:

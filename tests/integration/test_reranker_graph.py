@@ -325,6 +325,18 @@ async def test_without_candidates_nothing_is_asked_and_nothing_selected(
     assert server.chat_requests == []
 
 
+async def test_switched_off_the_model_is_never_asked_and_the_search_order_decides(
+    llm_world: RerankWorld, server: ScriptedOpenAI
+):
+    result = await rerank(llm_world, reranker_enabled=False, rerank_max_topics=2)
+
+    assert result["rerank_fallback"] == "disabled"
+    assert selected_ids(result) == [llm_world.vllm["id"], llm_world.petrov["id"]]
+    assert result["selected_topics"][0]["reason"] == "vector order (disabled)"
+    assert result["rerank_llm_calls"] == 0
+    assert server.chat_requests == []
+
+
 # -- what the model may name -----------------------------------------------------------
 
 

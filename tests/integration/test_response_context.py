@@ -114,6 +114,47 @@ async def test_a_longer_segment_gets_the_summary_and_auto_rag_before_the_window(
     assert (summary["first_seq"], summary["last_seq"]) == (1, 6)
     assert "passport expires on 12 May 2027" in summary["summary"]
     assert FILLER[-1] not in summary["summary"]
+    used = update["context_used"]
+    passport = deps.store.messages.all_of(USER)[0]
+    assert passport["id"] in used["earlier_messages"] and used["session_summary"] is True
+
+
+async def test_the_sources_are_exactly_what_each_layer_kept(deps: Deps):
+    """`context_used` lists the records the context shows, not those its budgets left out."""
+    await store_conversation(deps, ["Hi!", "Hello."])
+    core = deps.store.facts.add(USER, "Lives in Berlin with Ira", "identity", 95)
+    facts = [
+        deps.store.facts.add(USER, f"Fact {n}: " + "a fairly long detail " * 6, "context", 50)
+        for n in range(4)
+    ]
+    people = [
+        deps.store.people.add(USER, f"Person {n}", bio="an old friend " * 8) for n in range(4)
+    ]
+    (row,) = deps.indexer.store_messages(
+        USER, [NewMessage(external_id="q", role="user", content="Who?", created_at=NOW)]
+    )
+    state = ResponseState(
+        text="Who?",
+        message_id=row["id"],
+        fact_candidates=[
+            {**fact, "score": 0.5} for fact in [deps.store.facts.get(USER, core["id"]), *facts]
+        ],
+        selected_people=[{"id": person["id"], "reason": "asked"} for person in people],
+    )
+
+    update = await make_assemble(deps)(
+        state, runtime(facts_budget_tokens=80, people_budget_tokens=80)
+    )
+
+    system, used = system_text(update), update["context_used"]
+    kept_facts = [fact["id"] for fact in used["facts"] if not fact["core"]]
+    assert 0 < len(kept_facts) < len(facts)
+    assert kept_facts == [fact["id"] for fact in facts if f"[{fact['id']}] " in system]
+    assert [fact for fact in used["facts"] if fact["core"]] == [{"id": core["id"], "core": True}]
+    kept_people = [person["id"] for person in used["people"]]
+    assert 0 < len(kept_people) < len(people)
+    assert kept_people == [p["id"] for p in people if f"- {p['name']} " in system]
+    assert used["topics"] == [] and used["earlier_messages"] == []
 
 
 async def test_short_replies_never_pull_earlier_messages(deps: Deps):
@@ -181,9 +222,11 @@ async def test_recalled_topics_stay_within_their_budget(deps: Deps):
     )
     (topic,) = deps.store.topics.save(USER, [("Garden plans", [row["id"] for row in rows])])
     selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
-    small = topics_section(deps.store, USER, selected, budget=300)
+    small, used_small = topics_section(deps.store, USER, selected, budget=300)
     assert tokens(small) <= 300
     assert "=== Topic" in small and "- Topic " in small and "the garden" in small
-    whole = topics_section(deps.store, USER, selected, budget=8000)
+    assert used_small == [{**selected[0], "cut": True}]
+    whole, used_whole = topics_section(deps.store, USER, selected, budget=8000)
     assert tokens(whole) > 300 and "5: a long message" in whole
-    assert topics_section(deps.store, USER, [], budget=8000) == ""
+    assert used_whole == [{**selected[0], "cut": False}]
+    assert topics_section(deps.store, USER, [], budget=8000) == ("", [])

@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
-from core.state import ResponseState, SelectedTopic
+from core.state import ContextUsed, ResponseState, SelectedTopic, UsedFact, UsedTopic
 from graphs.response import build_response_graph
 from nodes.response.enrich import make_enrich
 from nodes.response.finalize import make_finalize
@@ -211,14 +211,73 @@ async def test_finalize_stores_the_sanitised_answer_once(deps: Deps):
     state = ResponseState(text="Hi", message_id=question["id"], answer="Hello!</s>")
     finalize = make_finalize(deps)
     update = await finalize(state, runtime())
-    await finalize(state, runtime())  # a resumed run stores nothing twice
-    assert update == {"answer": "Hello!", "sanitized": ["artefact </s>"]}
+    again = await finalize(state, runtime())  # a resumed run stores nothing twice
     stored = deps.store.messages.all_of(USER)
+    assert (
+        update
+        == again
+        == {
+            "answer": "Hello!",
+            "sanitized": ["artefact </s>"],
+            "answer_message_id": stored[1]["id"],
+        }
+    )
     assert [(m["role"], m["content"], m["external_id"]) for m in stored] == [
         ("user", "Hi", "q1"),
         ("assistant", "Hello!", f"reply-to-{question['id']}"),
     ]
     assert deps.vectors.count("messages", USER) == 2
+    [answer] = deps.store.answers.all_of(USER)
+    assert (answer["message_id"], answer["partial"]) == (stored[1]["id"], False)
+
+
+async def test_finalize_keeps_the_sources_the_tools_and_the_fallbacks(deps: Deps):
+    (question,) = deps.indexer.store_messages(
+        USER, [NewMessage(external_id="q2", role="user", content="Hi", created_at=NOW)]
+    )
+    used = ContextUsed(
+        topics=[UsedTopic(id=7, reason="the vet", excerpt=None, score=0.5, cut=True)],
+        people=[],
+        facts=[UsedFact(id=3, core=True)],
+        earlier_messages=[question["id"]],
+        session_summary=False,
+    )
+    call = {"name": "search_history", "args": {"query": "vet"}, "id": "c1", "type": "tool_call"}
+    state = ResponseState(
+        text="Hi",
+        message_id=question["id"],
+        answer="The vet said rest.",
+        answered_by="synthesis",
+        answer_partial=True,
+        context_used=used,
+        messages=[AIMessage("", tool_calls=[call])],
+        rerank_fallback="no_model",
+        enrich_fallback=None,
+    )
+
+    update = await make_finalize(deps)(state, runtime())
+
+    answer = deps.store.answers.get(USER, update["answer_message_id"])
+    assert answer is not None
+    assert (answer["answered_by"], answer["partial"]) == ("synthesis", True)
+    assert answer["context_used"] == {
+        **used,
+        "tools": [{"name": "search_history", "args": {"query": "vet"}}],
+        "fallbacks": {"reranker": "no_model"},
+    }
+
+
+async def test_finalize_stores_nothing_for_an_answer_stopped_before_its_first_word(deps: Deps):
+    (question,) = deps.indexer.store_messages(
+        USER, [NewMessage(external_id="q3", role="user", content="Hi", created_at=NOW)]
+    )
+    state = ResponseState(text="Hi", message_id=question["id"], answer="", answer_partial=True)
+
+    update = await make_finalize(deps)(state, runtime())
+
+    assert update == {"answer": "", "sanitized": [], "answer_message_id": None}
+    assert [m["role"] for m in deps.store.messages.all_of(USER)] == ["user"]
+    assert deps.store.answers.all_of(USER) == []
 
 
 # -- the responder through the real ChatOpenAI --------------------------------------------

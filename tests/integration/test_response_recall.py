@@ -142,7 +142,13 @@ async def test_run_turn_without_llm_answers_from_the_recalled_topics(
         "fallback",
         "context_tokens",
         "llm_calls",
+        "answered_by",
+        "partial",
+        "answer_id",
+        "sources",
     ]
+    assert (result["answered_by"], result["partial"]) == ("memory", False)
+    assert [t["id"] for t in result["sources"]["topics"]] == [t["id"] for t in result["topics"]]
     assert result["fallback"] == "no_model"
     assert result["llm_calls"] == 0
     assert 0 < len(result["topics"]) <= TOP

@@ -12,6 +12,12 @@ nesting, entities) and the length of the visible text (4096 UTF-16 code
 units) and answers 400 otherwise; `reject_html = True` makes it refuse every
 HTML message, as Telegram does for markup it cannot parse.
 
+`sendMessageDraft` (a partial message streamed into a private chat) is checked the
+same way; `drafts_supported = False` makes the server answer it as an older Bot API
+server does ("method not found"), and Telegram refuses drafts outside private chats.
+`stop_generation` plays the user pressing a draft's stop button; `send_text(...,
+chat=group_chat())` a message in a group.
+
 Usage::
 
     async with FakeBotAPI() as api:
@@ -38,7 +44,14 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-__all__ = ["ApiCall", "FakeBotAPI", "FakeUser", "HtmlError", "check_telegram_html"]
+__all__ = [
+    "ApiCall",
+    "FakeBotAPI",
+    "FakeUser",
+    "HtmlError",
+    "check_telegram_html",
+    "group_chat",
+]
 
 MAX_TEXT_UTF16 = 4096
 ALLOWED_TAGS = {
@@ -79,6 +92,11 @@ class FakeUser:
 
     def chat(self) -> dict[str, Any]:
         return {"id": self.id, "type": "private", "first_name": self.first_name}
+
+
+def group_chat(chat_id: int = -1001234567890, title: str = "Family") -> dict[str, Any]:
+    """A supergroup (Telegram's group chat ids are negative)."""
+    return {"id": chat_id, "type": "supergroup", "title": title}
 
 
 @dataclass
@@ -181,6 +199,7 @@ class FakeBotAPI:
         }
         self.calls: list[ApiCall] = []
         self.reject_html = False
+        self.drafts_supported = True
         self.webhook_url: str | None = None
         self.webhook_secret: str | None = None
         self.webhook_statuses: list[int] = []
@@ -224,11 +243,14 @@ class FakeBotAPI:
 
     # -- the user's side: updates ---------------------------------------------------
 
-    def _message(self, user: FakeUser, **content: Any) -> dict[str, Any]:
+    def _message(
+        self, user: FakeUser, chat: dict[str, Any] | None = None, **content: Any
+    ) -> dict[str, Any]:
+        chat = chat or user.chat()
         return {
-            "message_id": next(self._message_ids[user.id]),
+            "message_id": next(self._message_ids[chat["id"]]),
             "date": int(time.time()),
-            "chat": user.chat(),
+            "chat": chat,
             "from": user.as_dict(),
             **content,
         }
@@ -258,8 +280,11 @@ class FakeBotAPI:
             self.webhook_statuses.append(response.status)
         await self._notify()
 
-    def send_text(self, user: FakeUser, text: str) -> dict[str, Any]:
-        """The user sends a text message; returns the message as Telegram would store it."""
+    def send_text(
+        self, user: FakeUser, text: str, *, chat: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The user sends a text message (in their private chat unless `chat` is given);
+        returns the message as Telegram would store it."""
         content: dict[str, Any] = {"text": text}
         if text.startswith("/"):
             command = text.split()[0]
@@ -270,7 +295,7 @@ class FakeBotAPI:
                     "length": len(command.encode("utf-16-le")) // 2,
                 }
             ]
-        return self._enqueue("message", self._message(user, **content))
+        return self._enqueue("message", self._message(user, chat, **content))
 
     def add_file(
         self, data: bytes, *, suffix: str = "bin", declared_size: int | None = None
@@ -354,6 +379,12 @@ class FakeBotAPI:
         }
         return self._enqueue("callback_query", query)
 
+    def stop_generation(self, user: FakeUser, draft_id: int) -> dict[str, Any]:
+        """The user presses the stop button of a draft in their private chat."""
+        return self._enqueue(
+            "stopped_message_generation", {"chat": user.chat(), "draft_id": draft_id}
+        )
+
     # -- failure injection ------------------------------------------------------------
 
     def fail_next(self, method: str, *, status: int = 500, times: int = 1, **parameters: Any):
@@ -379,6 +410,14 @@ class FakeBotAPI:
             call
             for call in self.calls_of("sendMessage")
             if chat_id is None or int(call.params["chat_id"]) == chat_id
+        ]
+
+    def drafts(self, chat_id: int) -> list[ApiCall]:
+        """Successful sendMessageDraft calls to one chat, in order."""
+        return [
+            call
+            for call in self.calls_of("sendMessageDraft")
+            if int(call.params["chat_id"]) == chat_id
         ]
 
     def pending_updates(self) -> int:
@@ -501,7 +540,7 @@ class FakeBotAPI:
         return {
             "message_id": next(self._message_ids[chat_id]),
             "date": int(time.time()),
-            "chat": {"id": chat_id, "type": "private"},
+            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
             "from": self.bot_user,
             **content,
         }
@@ -529,9 +568,9 @@ class FakeBotAPI:
                     break
         return list(itertools.islice(self._updates, limit))
 
-    async def _m_sendmessage(self, params, files):
-        text = str(params.get("text", ""))
-        visible = text
+    def _visible_text(self, params: dict[str, Any]) -> str | web.Response:
+        """The text Telegram would show, or its 400 for markup or length it refuses."""
+        visible = text = str(params.get("text", ""))
         if params.get("parse_mode") == "HTML":
             if self.reject_html:
                 return self._error(400, "Bad Request: can't parse entities: injected rejection")
@@ -539,14 +578,30 @@ class FakeBotAPI:
                 visible = check_telegram_html(text)
             except HtmlError as error:
                 return self._error(400, f"Bad Request: can't parse entities: {error}")
-        if not visible.strip():
-            return self._error(400, "Bad Request: message text is empty")
         if utf16_length(visible) > MAX_TEXT_UTF16:
             return self._error(400, "Bad Request: message is too long")
+        return visible
+
+    async def _m_sendmessage(self, params, files):
+        visible = self._visible_text(params)
+        if isinstance(visible, web.Response):
+            return visible
+        if not visible.strip():
+            return self._error(400, "Bad Request: message text is empty")
         content: dict[str, Any] = {"text": visible}
         if "reply_markup" in params:
             content["reply_markup"] = params["reply_markup"]
         return self._bot_message(int(params["chat_id"]), **content)
+
+    async def _m_sendmessagedraft(self, params, files):
+        if not self.drafts_supported:
+            return self._error(404, "Not Found: method not found")
+        if int(params["chat_id"]) < 0:
+            return self._error(400, "Bad Request: drafts can be sent only to private chats")
+        if not int(params.get("draft_id", 0)):
+            return self._error(400, "Bad Request: draft_id must be non-zero")
+        visible = self._visible_text(params)
+        return visible if isinstance(visible, web.Response) else True
 
     async def _m_editmessagetext(self, params, files):
         text = str(params.get("text", ""))

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiogram import Dispatcher
 
+from app.turns import OnText
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling
 from core.deps import Deps
 from tests.support.bot_api_server import FakeBotAPI, FakeUser
@@ -64,11 +65,18 @@ async def running_bot(
         turns: list[TurnRecord] = []
 
         async def recorded_turn(
-            user_id: int, text: str, *, parts: list[dict[str, Any]], external_id: str
+            user_id: int,
+            text: str,
+            *,
+            parts: list[dict[str, Any]],
+            external_id: str,
+            on_text: OnText | None = None,
         ) -> dict[str, Any]:
             record = TurnRecord(user_id, external_id, started=time.monotonic())
             turns.append(record)
-            record.result = await real_turn(user_id, text, parts=parts, external_id=external_id)
+            record.result = await real_turn(
+                user_id, text, parts=parts, external_id=external_id, on_text=on_text
+            )
             record.finished = time.monotonic()
             return record.result
 

@@ -35,8 +35,8 @@ import re
 import struct
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -52,6 +52,7 @@ __all__ = [
     "Respond",
     "ScriptedOpenAI",
     "Step",
+    "StreamRecord",
     "ToolCallSpec",
     "ToolCalls",
     "delay",
@@ -103,6 +104,28 @@ class RecordedRequest:
     path: str
     json_body: Any
     headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the request was read."""
+
+
+@dataclass
+class StreamRecord:
+    """One streamed (server-sent events) reply as the server wrote it.
+
+    Times are ``time.monotonic()`` just after each chunk was written to the socket, so a
+    test can measure what a client did with the first token (``first_content_at``), and
+    see whether the client hung up before the end (``completed`` false, ``chunks_sent``
+    below ``chunks_total``)."""
+
+    chunks_total: int
+    chunk_times: list[float] = field(default_factory=list)
+    first_content_at: float | None = None
+    content_sent: str = ""
+    completed: bool = False
+
+    @property
+    def chunks_sent(self) -> int:
+        return len(self.chunk_times)
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,10 +135,15 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """A normal assistant message (``finish_reason`` defaults to ``"stop"``)."""
+    """A normal assistant message (``finish_reason`` defaults to ``"stop"``).
+
+    Streamed (``"stream": true``), the content goes out word by word, ``pace_s`` seconds
+    apart, as a model writing at that speed would send it; not streamed, the whole reply
+    comes after the same time, once the model would have written it all."""
 
     content: str
     finish_reason: str = "stop"
+    pace_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -133,10 +161,14 @@ class ToolCallSpec:
 
 @dataclass(frozen=True)
 class ToolCalls:
-    """An assistant message carrying ``tool_calls`` (``finish_reason == "tool_calls"``)."""
+    """An assistant message carrying ``tool_calls`` (``finish_reason == "tool_calls"``).
+
+    Streamed, each call goes out as the real API sends it: a first delta with the call's
+    id and function name, then its JSON arguments in fragments, ``pace_s`` apart."""
 
     calls: tuple[ToolCallSpec, ...]
     content: str | None = None
+    pace_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -184,9 +216,10 @@ class Respond:
 Step: TypeAlias = Reply | ToolCalls | HttpError | Delay | DropConnection | Respond
 
 
-def reply(content: str) -> Reply:
-    """A plain assistant reply with ``finish_reason="stop"`` and a usage block."""
-    return Reply(content=content)
+def reply(content: str, *, pace_s: float = 0.0) -> Reply:
+    """A plain assistant reply with ``finish_reason="stop"`` and a usage block; streamed,
+    its words go out ``pace_s`` seconds apart."""
+    return Reply(content=content, pace_s=pace_s)
 
 
 def raw_content(text: str) -> Reply:
@@ -200,10 +233,12 @@ def empty_reply() -> Reply:
     return Reply(content="")
 
 
-def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> ToolCalls:
+def tool_call(
+    name: str, args: dict[str, Any], call_id: str | None = None, *, pace_s: float = 0.0
+) -> ToolCalls:
     """An assistant message with a single function call; ``args`` is JSON-encoded on the wire
     exactly as the OpenAI API does."""
-    return ToolCalls(calls=(ToolCallSpec(name=name, args=args, call_id=call_id),))
+    return ToolCalls(calls=(ToolCallSpec(name=name, args=args, call_id=call_id),), pace_s=pace_s)
 
 
 def tool_calls(
@@ -318,6 +353,7 @@ class ScriptedOpenAI:
         self.requests: list[RecordedRequest] = []
         self.unscripted: list[RecordedRequest] = []
         self.errors: list[BaseException] = []
+        self.streams: list[StreamRecord] = []
         self._steps: deque[Step] = deque()
         self._ids = itertools.count(1)
         self._call_ids = itertools.count(1)
@@ -509,6 +545,8 @@ class ScriptedOpenAI:
         if isinstance(step, Reply | ToolCalls):
             if body.get("stream"):
                 return await self._stream(request, body, step)
+            if isinstance(step, Reply) and step.pace_s:
+                await self._sleep(step.pace_s * max(0, len(_split_pieces(step.content)) - 1))
             return web.json_response(self._completion(body, step))
         self.errors.append(TypeError(f"not a script step: {step!r}"))
         return self._error_response(HttpError(500, f"not a script step: {step!r}"))
@@ -591,7 +629,9 @@ class ScriptedOpenAI:
     async def _stream(
         self, request: web.Request, body: dict[str, Any], step: Reply | ToolCalls
     ) -> web.StreamResponse:
-        """Minimal SSE streaming: role chunk, content pieces / tool calls, finish, [DONE]."""
+        """Server-sent events as the real API streams: a role chunk, the content word by
+        word, each tool call as a header delta (id, name) and argument fragments, the
+        finish reason, the usage chunk if asked for, then ``[DONE]``; ``pace_s`` apart."""
         message, finish_reason, calls = self._message_and_finish(step)
         completion_id = f"chatcmpl-{next(self._ids)}"
         created = int(time.time())
@@ -609,7 +649,13 @@ class ScriptedOpenAI:
         chunks: list[dict[str, Any]] = [chunk({"role": "assistant", "content": ""})]
         chunks.extend(chunk({"content": piece}) for piece in _split_pieces(message["content"]))
         for index, call in enumerate(calls):
-            chunks.append(chunk({"tool_calls": [{"index": index, **call}]}))
+            function = call["function"]
+            header = {**call, "function": {"name": function["name"], "arguments": ""}}
+            chunks.append(chunk({"tool_calls": [{"index": index, **header}]}))
+            chunks.extend(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+                for fragment in _fragments(function["arguments"])
+            )
         chunks.append(chunk({}, finish_reason))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage_chunk = chunk({})
@@ -617,14 +663,44 @@ class ScriptedOpenAI:
             usage_chunk["usage"] = self._usage(body, message)
             chunks.append(usage_chunk)
 
+        record = StreamRecord(chunks_total=len(chunks) + 1)
+        self.streams.append(record)
         response = web.StreamResponse(
             status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
-        async for data in _sse_lines(chunks):
-            await response.write(data)
-        await response.write_eof()
+        try:
+            for index, payload in enumerate([*chunks, None]):
+                if index > 1 and step.pace_s:
+                    await self._sleep(step.pace_s)
+                await response.write(_sse(payload))
+                record.chunk_times.append(time.monotonic())
+                content = _delta_content(payload)
+                if content:
+                    record.content_sent += content
+                    if record.first_content_at is None:
+                        record.first_content_at = record.chunk_times[-1]
+            await response.write_eof()
+        except ConnectionError:
+            return response  # the client hung up mid-stream: the record says how far it got
+        record.completed = True
         return response
+
+
+def _sse(payload: dict[str, Any] | None) -> bytes:
+    """One server-sent event; None is the closing ``[DONE]``."""
+    data = "[DONE]" if payload is None else json.dumps(payload)
+    return f"data: {data}\n\n".encode()
+
+
+def _delta_content(payload: dict[str, Any] | None) -> str:
+    choices = (payload or {}).get("choices") or [{}]
+    return choices[0].get("delta", {}).get("content") or ""
+
+
+def _fragments(arguments: str, size: int = 8) -> list[str]:
+    """JSON arguments cut into fragments, as the API streams a tool call's arguments."""
+    return [arguments[start : start + size] for start in range(0, len(arguments), size)]
 
 
 def _split_pieces(content: str | None) -> list[str]:
@@ -633,9 +709,3 @@ def _split_pieces(content: str | None) -> list[str]:
     if not content:
         return []
     return re.findall(r"\S+\s*|\s+", content)
-
-
-async def _sse_lines(chunks: Sequence[dict[str, Any]]) -> AsyncIterator[bytes]:
-    for payload in chunks:
-        yield f"data: {json.dumps(payload)}\n\n".encode()
-    yield b"data: [DONE]\n\n"

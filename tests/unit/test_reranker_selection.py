@@ -141,7 +141,7 @@ def test_every_fallback_row_is_an_edge_of_the_graph(deps: Deps):
     assert edges == {
         "__start__ --> prepare;",
         "prepare -. &nbsp;ask_model&nbsp; .-> request_content;",
-        "prepare -. &nbsp;no_model / no_candidates&nbsp; .-> vector_fallback;",
+        "prepare -. &nbsp;no_model / no_candidates / disabled&nbsp; .-> vector_fallback;",
         "request_content -. &nbsp;tool_call&nbsp; .-> load_content;",
         "request_content -. &nbsp;api_error / timeout_before_tool / protocol_violation&nbsp; "
         ".-> vector_fallback;",

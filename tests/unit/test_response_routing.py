@@ -62,7 +62,8 @@ def test_topology_snapshot_keeps_every_edge(deps: Deps):
         "offline_answer --> finalize;",
         "finalize --> __end__;",
         # The reranker subgraph is drawn inside, with its fallback edges.
-        "rerank\\3aprepare -. &nbsp;no_model / no_candidates&nbsp; .-> rerank\\3avector_fallback;",
+        "rerank\\3aprepare -. &nbsp;no_model / no_candidates / disabled&nbsp; .-> "
+        "rerank\\3avector_fallback;",
     ]
     missing = [edge for edge in edges if edge not in mermaid]
     assert not missing, f"edges gone from the response graph: {missing}\n{mermaid}"

@@ -1,0 +1,160 @@
+"""The answer in a Telegram draft while the model writes it (`sendMessageDraft`).
+
+In a private chat, with `TOPICA_STREAMING` on, a turn's answer grows in a draft: the
+first words as soon as they exist, then at most every `TOPICA_DRAFT_INTERVAL_S`, and only
+when the text changed. Each draft is the Markdown so far rendered to Telegram HTML (the
+converter closes what is still open, such as a code block); past Telegram's length limit
+it shows the part being written. The draft carries Telegram's stop button: a press stops
+the turn (`Deps.stops`) and what was written becomes the answer.
+
+Drafts are a preview, never the answer: the answer is always sent after as an ordinary
+message. So a draft Telegram refuses (an older Bot API server, a chat without drafts, an
+error) only ends the drafts of that answer, and `close()` waits for a draft still in
+flight, so none can land after the final message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiogram import Bot
+from aiogram.enums import ChatType, ParseMode
+from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
+from aiogram.types import Message
+
+from bot.middlewares import external_id
+from bot.render import escape, html_to_plain, markdown_to_html, well_nested
+from bot.sending import is_parse_error
+from bot.splitting import split_message
+from core.settings import Settings
+from core.stops import GenerationStops
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 5.0
+"""How long the final message waits for a draft still in flight."""
+
+REFUSALS = (TelegramAPIError, aiohttp.ClientError, TimeoutError)
+
+
+def draft_html(markdown: str) -> str:
+    """The answer so far as one draft's HTML: rendered (as escaped text where the rendering
+    is not well nested), and its last part if it is long; empty while the Markdown so far
+    renders to nothing, such as a lone `**`."""
+    html = markdown_to_html(markdown)
+    if not well_nested(html):
+        html = escape(html_to_plain(html))
+    parts = split_message(html, html=True)
+    return parts[-1] if parts else ""
+
+
+class DraftStream:
+    """One answer shown in a draft of `chat_id` while it is written (see the module doc)."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        chat_id: int,
+        draft_id: int,
+        *,
+        interval_s: float,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.draft_id = draft_id
+        self.interval_s = interval_s
+        self.stop = stop or asyncio.Event()
+        self.drafts_sent = 0
+        self.refused = False
+        self._text = ""
+        self._shown = ""
+        self._changed = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._sender = asyncio.create_task(self._send_drafts())
+
+    def update(self, text: str) -> None:
+        """The answer so far; shown in the next draft (never waits)."""
+        self._text = text
+        self._changed.set()
+
+    async def close(self) -> None:
+        """No more drafts; returns once a draft in flight is answered (or given up)."""
+        self._closing.set()
+        self._changed.set()
+        try:
+            await asyncio.wait_for(self._sender, CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("a draft to chat %s was still in flight; given up", self.chat_id)
+
+    def _done(self) -> bool:
+        return self._closing.is_set() or self.stop.is_set() or self.refused
+
+    async def _send_drafts(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_sent = -self.interval_s
+        while not self._done():
+            await self._changed.wait()
+            wait = last_sent + self.interval_s - loop.time()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), wait)
+            self._changed.clear()
+            text = self._text
+            html = draft_html(text) if text != self._shown else ""
+            if self._done() or not html.strip():
+                continue
+            last_sent = loop.time()
+            await self._send(html)
+            self._shown = text
+
+    async def _send(self, html: str) -> None:
+        try:
+            try:
+                await self._draft(html, ParseMode.HTML)
+            except TelegramBadRequest as error:
+                if not is_parse_error(error):
+                    raise
+                await self._draft(html_to_plain(html), None)
+        except REFUSALS as error:
+            log.info("chat %s: draft refused (%s); the answer comes whole", self.chat_id, error)
+            self.refused = True
+            return
+        self.drafts_sent += 1
+
+    async def _draft(self, text: str, parse_mode: ParseMode | None) -> None:
+        await self.bot.send_message_draft(
+            chat_id=self.chat_id,
+            draft_id=self.draft_id,
+            text=text,
+            parse_mode=parse_mode,
+            can_stop=True,
+            keep_on_stop=True,
+        )
+
+
+@contextlib.asynccontextmanager
+async def drafts_for(
+    bot: Bot, message: Message, settings: Settings, stops: GenerationStops
+) -> AsyncIterator[DraftStream | None]:
+    """Drafts for the turn answering `message`, in a private chat with streaming on (else
+    None); the turn can be stopped while the block runs; the drafts close when it ends."""
+    if not settings.streaming or message.chat.type != ChatType.PRIVATE:
+        yield None
+        return
+    with stops.open(external_id(message)) as stop:
+        drafts = DraftStream(
+            bot,
+            message.chat.id,
+            message.message_id,
+            interval_s=settings.draft_interval_s,
+            stop=stop,
+        )
+        try:
+            yield drafts
+        finally:
+            await drafts.close()

@@ -1,0 +1,83 @@
+"""What each answer was made from: its sources (seed 003's `context_used`), one row per
+assistant message."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from core.errors import StoreError
+from core.records import AnsweredBy, AnswerRow, now_iso
+from stores.relational.database import Repository
+
+
+def answer_row(row: sqlite3.Row) -> AnswerRow:
+    return AnswerRow(
+        message_id=row["message_id"],
+        answered_by=row["answered_by"],
+        partial=bool(row["partial"]),
+        context_used=json.loads(row["context_used"]),
+        created_at=row["created_at"],
+    )
+
+
+class AnswerRepository(Repository):
+    def record(
+        self,
+        user_id: int,
+        message_id: int,
+        context_used: dict[str, Any],
+        *,
+        answered_by: AnsweredBy,
+        partial: bool = False,
+    ) -> AnswerRow:
+        """Keep what the user's assistant message `message_id` was answered from; recording
+        it again (a resumed run) replaces the record."""
+        with self._db.transaction() as db:
+            owner = db.execute(
+                "SELECT role FROM messages WHERE user_id = ? AND id = ?", (user_id, message_id)
+            ).fetchone()
+            if owner is None or owner["role"] != "assistant":
+                raise StoreError(f"message {message_id} is not an answer of user {user_id}")
+            db.execute(
+                """INSERT INTO answers
+                   (message_id, user_id, answered_by, partial, context_used, created_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (message_id) DO UPDATE SET answered_by = excluded.answered_by,
+                   partial = excluded.partial, context_used = excluded.context_used""",
+                (
+                    message_id,
+                    user_id,
+                    answered_by,
+                    int(partial),
+                    json.dumps(context_used, ensure_ascii=False),
+                    now_iso(),
+                ),
+            )
+        answer = self.get(user_id, message_id)
+        assert answer is not None
+        return answer
+
+    def get(self, user_id: int, message_id: int) -> AnswerRow | None:
+        rows = self._db.rows(
+            "SELECT * FROM answers WHERE user_id = ? AND message_id = ?", (user_id, message_id)
+        )
+        return answer_row(rows[0]) if rows else None
+
+    def latest(self, user_id: int) -> AnswerRow | None:
+        """The user's newest answer (in conversation order)."""
+        rows = self._db.rows(
+            "SELECT a.* FROM answers a JOIN messages m ON m.id = a.message_id "
+            "WHERE a.user_id = ? AND m.user_id = ? ORDER BY m.seq DESC LIMIT 1",
+            (user_id, user_id),
+        )
+        return answer_row(rows[0]) if rows else None
+
+    def all_of(self, user_id: int) -> list[AnswerRow]:
+        rows = self._db.rows(
+            "SELECT a.* FROM answers a JOIN messages m ON m.id = a.message_id "
+            "WHERE a.user_id = ? AND m.user_id = ? ORDER BY m.seq",
+            (user_id, user_id),
+        )
+        return [answer_row(row) for row in rows]
