@@ -19,7 +19,7 @@ from core.context import MemoryContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.progress import ProgressBoard
-from core.records import MessageRow, NewMessage
+from core.records import MEMORY_KIND, NewMessage
 from core.state import MemoryState
 from core.tracing import run_config, traced, user_key
 from graphs.memory import build_memory_graph
@@ -49,7 +49,21 @@ async def archive_user(
     step's checkpoint is written before the next step starts (durability
     "sync"): a memory run is a handful of steps, and losing one costs more.
     With a progress board, the messages archived are counted against those waiting.
+    One memory run per user at a time: a run of another process (an ingest, the bot's
+    worker) on the same data is waited for, so two never merge the same topics at once.
     """
+    async with deps.run_lock.hold(user_id):
+        return await _archive(deps, user_id, archive_all, checkpointer, now_ts, progress)
+
+
+async def _archive(
+    deps: Deps,
+    user_id: int,
+    archive_all: bool,
+    checkpointer: BaseCheckpointSaver | None,
+    now_ts: float | None,
+    progress: ProgressBoard | None,
+) -> list[MemoryState]:
     graph = build_memory_graph(deps).compile(checkpointer=checkpointer, name="memory")
     context = MemoryContext.from_settings(
         deps.settings, user_id=user_id, archive_all=archive_all, now_ts=now_ts
@@ -105,24 +119,53 @@ async def ingest(
     """Store a saved session's messages, archive everything, and report what became of
     them (`topica ingest --json`): topics in file order, merges, facts, fallbacks."""
     storing = progress.task("storing and indexing", len(messages), "messages") if progress else None
-    new_rows = await asyncio.to_thread(deps.indexer.store_messages, user_id, messages)
-    if storing is not None:
-        storing.update(description=f"stored and indexed ({len(new_rows)} new)")
-        storing.advance(len(messages))
-    chunks = await archive_user(
-        deps, user_id, archive_all=True, checkpointer=checkpointer, progress=progress
-    )
-    return await asyncio.to_thread(ingest_report, deps, user_id, messages, new_rows, chunks)
+    # Stored first, whatever else runs; indexed and archived once no other memory run of
+    # this user (another ingest, the bot's worker) is going on.
+    new_rows = await asyncio.to_thread(deps.store.messages.add, user_id, list(messages))
+    async with deps.run_lock.hold(user_id):
+        await asyncio.to_thread(deps.indexer.index, user_id, "messages")
+        if storing is not None:
+            storing.update(description=f"stored and indexed ({len(new_rows)} new)")
+            storing.advance(len(messages))
+        chunks = await _archive(deps, user_id, True, checkpointer, None, progress)
+    file_ids = [message["external_id"] for message in messages]
+    return await asyncio.to_thread(archive_report, deps, user_id, file_ids, len(new_rows), chunks)
 
 
-def ingest_report(
+@traced("archive_command")
+async def archive(
     deps: Deps,
     user_id: int,
-    messages: Sequence[NewMessage],
-    new_rows: Sequence[MessageRow],
+    *,
+    archive_all: bool = False,
+    checkpointer: BaseCheckpointSaver | None = None,
+    progress: ProgressBoard | None = None,
+) -> dict[str, Any]:
+    """Run the memory graph over the user's unarchived conversation (`archive_all`: the
+    live tail too, not only chunks quiet for `chunk_interval`) and report it as `ingest`
+    does, for the messages that were waiting, plus `waiting`: those still left for later."""
+    waiting = await asyncio.to_thread(deps.store.messages.unarchived, user_id)
+    chunks = await archive_user(
+        deps, user_id, archive_all=archive_all, checkpointer=checkpointer, progress=progress
+    )
+    ids = [row["external_id"] for row in waiting]
+    report = await asyncio.to_thread(archive_report, deps, user_id, ids, 0, chunks)
+    # What no ready chunk took is waiting (the live tail), not uncovered.
+    taken = {row["external_id"] for state in chunks for row in state["chunk"]}
+    left = set(report["uncovered"])
+    report["uncovered"] = [i for i in ids if i in left and i in taken]
+    report["waiting"] = [i for i in ids if i in left and i not in taken]
+    return report
+
+
+def archive_report(
+    deps: Deps,
+    user_id: int,
+    file_ids: Sequence[str],
+    new_messages: int,
     chunks: Sequence[MemoryState],
 ) -> dict[str, Any]:
-    file_ids = [message["external_id"] for message in messages]
+    """What became of the messages `file_ids` (external ids): `ingest --json`'s shape."""
     stored = {row["external_id"]: row for row in deps.store.messages.all_of(user_id)}
     topic_ids = list(
         dict.fromkeys(stored[i]["topic_id"] for i in file_ids if stored[i]["topic_id"] is not None)
@@ -132,11 +175,15 @@ def ingest_report(
     facts_reports = [state["facts"] for state in chunks if "facts" in state]
     return {
         "user_id": user_id,
-        "messages": len(messages),
-        "new_messages": len(new_rows),
+        "messages": len(file_ids),
+        "new_messages": new_messages,
         "chunks": len(chunks),
         "topics": topic_view(deps, user_id, topics),
-        "uncovered": [i for i in file_ids if stored[i]["topic_id"] is None],
+        "uncovered": [
+            i
+            for i in file_ids
+            if stored[i]["topic_id"] is None and stored[i]["kind"] == MEMORY_KIND
+        ],
         "merges": [merge for state in chunks for merge in state.get("merges", [])],
         "facts": deps.store.facts.all_of(user_id),
         "facts_status": facts_reports[-1]["status"] if facts_reports else None,

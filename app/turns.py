@@ -18,6 +18,7 @@ import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 from uuid import uuid4
 
@@ -58,7 +59,9 @@ async def store_user_message(
 ) -> int:
     """Store the turn's message (once per external id) and return its row id."""
     message = NewMessage(external_id=external_id, role="user", content=text, created_at=created_at)
-    rows = await asyncio.to_thread(deps.indexer.store_messages, user_id, [message])
+    rows = await asyncio.to_thread(
+        partial(deps.indexer.store_messages, outage_ok=True), user_id, [message]
+    )
     if rows:
         return rows[0]["id"]
     stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
@@ -77,13 +80,16 @@ async def answer_stored(
     external_id: str,
     now_iso: str | None = None,
     parts: list[dict[str, Any]] | None = None,
+    group_ids: list[int] | None = None,
     on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """Run the compiled response graph on a stored message; the turn's result.
 
     `text` is what the turn answers (the message, or a group of quick messages ending
-    with it); `parts` are its media as LangChain content blocks, which the responder sees
-    with the text (the memory-only path, having no model, works from the text alone).
+    with it; `group_ids` are the rows of the group's earlier messages, which the context
+    then shows only inside `text`); `parts` are its media as LangChain content blocks, which
+    the responder sees with the text (the memory-only path, having no model, works from the
+    text alone).
     `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
     while `on_text` streams it."""
     usage = LLMUsage()
@@ -99,6 +105,8 @@ async def answer_stored(
     turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
     if parts:
         turn_input["parts"] = parts
+    if group_ids:
+        turn_input["group_message_ids"] = group_ids
     if on_text is None:
         state = await graph.ainvoke(turn_input, config, context=context)
     else:

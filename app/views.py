@@ -10,11 +10,14 @@ Sources button and `/why`. Plain functions over the store: callers on an event l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.deps import Deps
+from core.ports import Store
 from core.records import AnswerRow, MessageRow, TopicRow
-from core.state import ResponseState
+
+if TYPE_CHECKING:  # `topica topics` shows topics without loading LangGraph
+    from core.deps import Deps
+    from core.state import ResponseState
 
 
 def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dict[str, Any]]:
@@ -53,6 +56,36 @@ def export_user(deps: Deps, user_id: int) -> dict[str, Any]:
         "fact_history": store.facts.history(user_id),
         "people": store.people.all_of(user_id),
         "answers": answers_export(store.answers.all_of(user_id), messages),
+        **documents_and_edits_export(store, user_id, messages),
+    }
+
+
+def documents_and_edits_export(
+    store: Store, user_id: int, messages: Sequence[MessageRow]
+) -> dict[str, list[dict]]:
+    """The documents kept with messages and every edit of a message, the messages named by
+    their external ids."""
+    external = {message["id"]: message["external_id"] for message in messages}
+    return {
+        "attachments": [
+            {
+                "message_id": external.get(row["message_id"]),
+                "name": row["name"],
+                "mime_type": row["mime_type"],
+                "content": row["content"],
+                "created_at": row["created_at"],
+            }
+            for row in store.attachments.all_of(user_id)
+        ],
+        "message_edits": [
+            {
+                "message_id": external.get(row["message_id"]),
+                "old_content": row["old_content"],
+                "new_content": row["new_content"],
+                "at": row["at"],
+            }
+            for row in store.messages.edits(user_id)
+        ],
     }
 
 
@@ -195,6 +228,7 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
         "llm_calls": llm_calls,
         "answered_by": state.get("answered_by"),
         "partial": bool(state.get("answer_partial")),
+        "message_id": state.get("message_id"),
         **answer_sources_result(deps, user_id, state.get("answer_message_id")),
     }
 

@@ -71,15 +71,19 @@ class MemoryWorker:
                 await asyncio.wait_for(self._stopping.wait(), self.interval_s)
 
     def _candidates(self) -> list[int]:
-        """Users with unarchived messages, and, with an archivist, users whose facts wait."""
+        """Users with unarchived messages or topics to summarise again (their messages
+        changed), and, with an archivist, users whose facts wait."""
         store = self.deps.store
         users = {user_id for user_id, _count, _newest in store.messages.users_with_unarchived()}
+        users |= set(store.topics.users_with_stale())
         if self.deps.models.get("archivist") is not None:
             users |= set(store.topics.users_without_facts())
         return sorted(users)
 
     def _ready(self, user_id: int, now_ts: float) -> bool:
         settings = self.deps.settings
+        if self.deps.store.topics.stale(user_id):
+            return True
         if self.deps.models.get("archivist") is not None and self.deps.store.topics.without_facts(
             user_id, 1
         ):

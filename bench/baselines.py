@@ -3,6 +3,12 @@
 - `message_rag`: the user's message vectors (the index the memory pipeline keeps), one
   message per unit, nearest first;
 - `bm25`: SQLite FTS5 BM25 over the user's messages, one message per unit;
+- `hybrid_messages`: seed 004's auto-RAG search over all of the user's messages (message
+  vectors and BM25, fused by RRF with k=60; no topics), one message per unit: what a
+  user would build instead of Topica;
+- `hybrid_neighbours`: the same ranking, each hit shown with the messages right before
+  and after it in the conversation (a unit of up to three messages; the context takes
+  the hit first, then its neighbours, skipping messages already shown);
 - `session`: LoCoMo sessions as units, ranked by the cosine of the question to the
   session's embedded conversation log (how topics are embedded, without a summary);
 - `full_context`: the whole conversation; under a budget, the most recent messages
@@ -15,7 +21,7 @@ budget the run measures.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +30,10 @@ import numpy as np
 from bench.corpus import Corpus
 from bench.metrics import Unit
 from core.text import conversation_log, short_time
+from nodes.response.search import rrf_scores
+
+SEED_RRF_K = 60
+"""Seed 004's fusion constant (auto-RAG's RRF)."""
 
 
 @dataclass
@@ -46,7 +56,8 @@ class Method(Protocol):
     uses_embedder: bool
     """Its latency includes encoding the question (measured once, added by the harness)."""
     ranked: bool
-    """False for a method with no ranking (recall@k and NDCG do not apply)."""
+    """False for a method with no ranking (recall@k and NDCG do not apply). A ranked
+    method whose units are not fixed sets `graded = False`: no NDCG."""
 
     async def prepare(self, corpus: Corpus) -> None:
         """Per-conversation indexing beyond what ingestion stored."""
@@ -108,6 +119,60 @@ class Bm25(MessageLevel):
         )
 
 
+class HybridMessages(MessageLevel):
+    """Seed 004's auto-RAG over all messages: vectors and BM25, fused by RRF (k=60).
+
+    Both lists run the whole conversation deep, so the fusion can fill any budget; the
+    seed's relevance threshold and top-k are left out (the budget is the limit here).
+    Ties (same fused score) keep the vector list's order.
+    """
+
+    name = "hybrid_messages"
+    uses_embedder = True
+
+    async def hits(self, corpus: Corpus, question: str) -> list[tuple[int, float]]:
+        deps, depth = corpus.deps, len(corpus.order)
+        vector = deps.embedder.encode_query(question)
+        by_vector = await asyncio.to_thread(
+            deps.vectors.query, "messages", corpus.user_id, vector, depth
+        )
+        by_text = await asyncio.to_thread(
+            deps.store.messages.search, corpus.user_id, question, depth
+        )
+        scores = rrf_scores([[i for i, _ in by_vector], [i for i, _ in by_text]], SEED_RRF_K)
+        return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def neighbour_units(corpus: Corpus, hits: Sequence[str]) -> Retrieval:
+    """Each hit with the messages right before and after it: units in hit order, the
+    context filled hit first, then its neighbours, each message once."""
+    units: list[Unit] = []
+    fill: list[tuple[str, str]] = []
+    shown: set[str] = set()
+    for hit in hits:
+        position = corpus.position[hit]
+        window = corpus.order[max(0, position - 1) : position + 2]
+        unit = Unit(key=f"around:{hit}", message_ids=tuple(window))
+        units.append(unit)
+        for message_id in (hit, *(i for i in window if i != hit)):
+            if message_id not in shown:
+                shown.add(message_id)
+                fill.append((unit.key, message_id))
+    return Retrieval(units, fill=fill)
+
+
+class HybridNeighbours(HybridMessages):
+    """`hybrid_messages` with each hit's neighbours. Its units overlap and depend on the
+    question, so NDCG (whose ideal ranking needs fixed units) is not reported."""
+
+    name = "hybrid_neighbours"
+    graded = False
+
+    async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
+        hits = await self.hits(corpus, question)
+        return neighbour_units(corpus, corpus.externals([row_id for row_id, _ in hits]))
+
+
 class SessionRetrieval:
     name = "session"
     uses_embedder = True
@@ -163,4 +228,11 @@ class FullContext(MessageLevel):
 
 
 def baselines() -> list[Method]:
-    return [MessageRag(), Bm25(), SessionRetrieval(), FullContext()]
+    return [
+        MessageRag(),
+        Bm25(),
+        HybridMessages(),
+        HybridNeighbours(),
+        SessionRetrieval(),
+        FullContext(),
+    ]

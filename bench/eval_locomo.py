@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from app.memory import archive_user
+from bench import crossval
 from bench.baselines import Method, Retrieval, baselines
 from bench.corpus import Corpus
 from bench.locomo import Conversation, Question, load_conversations
@@ -132,9 +133,17 @@ def score(
     return Answer(
         method=method.name,
         category=category,
-        recall_all_at_k={k: recall_all(ids_at_k(units, k), evidence) for k in ks},
-        recall_any_at_k={k: recall_any(ids_at_k(units, k), evidence) for k in ks},
-        ndcg=ndcg_at_k(units, evidence, unit_of, NDCG_K) if method.ranked else None,
+        recall_all_at_k=(
+            {k: recall_all(ids_at_k(units, k), evidence) for k in ks} if method.ranked else {}
+        ),
+        recall_any_at_k=(
+            {k: recall_any(ids_at_k(units, k), evidence) for k in ks} if method.ranked else {}
+        ),
+        ndcg=(
+            ndcg_at_k(units, evidence, unit_of, NDCG_K)
+            if method.ranked and getattr(method, "graded", True)
+            else None
+        ),
         recall_all_by_budget={b: recall_all(p.message_ids, evidence) for b, p in packs.items()},
         recall_any_by_budget={b: recall_any(p.message_ids, evidence) for b, p in packs.items()},
         fraction_by_budget={
@@ -152,7 +161,8 @@ def summarise(answers: Sequence[Answer], ks: Sequence[int], budget: int) -> dict
     """Mean metrics of one method over questions (micro-average)."""
     if not answers:
         return {}
-    ranked = answers[0].ndcg is not None
+    ranked = bool(answers[0].recall_all_at_k)
+    graded = answers[0].ndcg is not None
     budgets = sorted(answers[0].recall_all_by_budget)
     latencies = [a.latency_ms for a in answers]
     result: dict[str, Any] = {
@@ -170,7 +180,7 @@ def summarise(answers: Sequence[Answer], ks: Sequence[int], budget: int) -> dict
         )
     result.update(
         {
-            f"ndcg_at_{NDCG_K}": mean([a.ndcg for a in answers]) if ranked else None,
+            f"ndcg_at_{NDCG_K}": mean([a.ndcg for a in answers]) if graded else None,
             "mean_tokens": mean([a.selected_tokens for a in answers]),
             "mean_tokens_at_budget": mean([a.tokens_at_budget for a in answers]),
             "p50_ms": percentile(latencies, 50),
@@ -295,7 +305,8 @@ async def answer_question(
         latency_ms = (time.perf_counter() - started) * 1000
         if method.uses_embedder:
             latency_ms += embed_ms
-        if fallback := retrieval.info.get("rerank_fallback"):
+        fallback = retrieval.info.get("rerank_fallback")
+        if fallback and not method.name.startswith(crossval.PREFIX):
             run.fallbacks[fallback] += 1
         run.answers.append(
             score(
@@ -328,6 +339,7 @@ async def eval_locomo(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     methods: Callable[[], list[Method]] = default_methods,
     console: Console | None = None,
+    cross_validate: bool = False,
 ) -> dict[str, Any]:
     """Evaluate every method on the LoCoMo conversations of `data` (all, or those listed).
 
@@ -337,6 +349,8 @@ async def eval_locomo(
     Progress goes to `console` (stderr by default; `Console(quiet=True)` for none).
     With `out`, writes report.md, results.json and the plots there. Returns the
     results dict (`budget`, `conversations`, `methods`, `ingest`, `evidence`, ...).
+    `cross_validate` adds the leave-one-conversation-out view of Topica's tuned weights
+    (`bench.crossval`) as `cross_validation`.
     Raises ValueError for conversations not in the file.
     """
     selected = load_conversations(data, set(conversations) if conversations else None)
@@ -356,7 +370,7 @@ async def eval_locomo(
         overall = progress.task("conversations", total=len(selected), unit="conversations")
         for conversation in selected:
             overall.update(description=f"conversations: {conversation.sample_id}")
-            instances = methods()
+            instances = methods() + (crossval.variants() if cross_validate else [])
             runs.append(
                 await evaluate_conversation(
                     conversation,
@@ -372,8 +386,12 @@ async def eval_locomo(
             overall.advance()
     result = results_dict(runs, settings, embedder, ks=ks, budgets=budgets, budget=budget)
     result["setup"]["methods"] = {
-        method.name: getattr(method, "config", {}) for method in instances
+        method.name: getattr(method, "config", {})
+        for method in instances
+        if not method.name.startswith(crossval.PREFIX)
     }
+    if cross_validate:
+        crossval.split_off(result)
     result["seconds"] = time.perf_counter() - started
     if out is not None:
         from bench.report import write_report

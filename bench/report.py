@@ -18,6 +18,8 @@ METHOD_LABELS = {
     "topica_topics": "Topica, whole topics",
     "message_rag": "message vectors",
     "bm25": "BM25 messages",
+    "hybrid_messages": "hybrid messages",
+    "hybrid_neighbours": "hybrid + neighbours",
     "session": "sessions",
     "full_context": "full context",
 }
@@ -148,6 +150,8 @@ def markdown_report(result: dict[str, Any]) -> str:
             ),
             "",
         ]
+    if "cross_validation" in result:
+        parts += ["## Leave one conversation out", "", cross_validation_text(result), ""]
     parts += [
         "## Ingestion cost",
         "",
@@ -171,6 +175,54 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def cross_validation_rows(view: dict[str, Any]) -> list[list[str]]:
+    rows = [
+        [
+            sample,
+            str(fold["questions"]),
+            fold["chosen"],
+            fraction(fold["chosen_on_others"]),
+            fraction(fold["held_out"]),
+            fraction(fold["defaults_held_out"]),
+            fraction(fold["best_held_out"]),
+        ]
+        for sample, fold in view["folds"].items()
+    ]
+    rows.append(
+        [
+            "all",
+            str(sum(fold["questions"] for fold in view["folds"].values())),
+            "",
+            "",
+            fraction(view["leave_one_out"]),
+            fraction(view["defaults"]),
+            fraction(view["oracle"]),
+        ]
+    )
+    return rows
+
+
+CROSS_VALIDATION_HEADER = [
+    "held out",
+    "questions",
+    "chosen on the other 4",
+    "its recall there",
+    "its recall held out",
+    "defaults held out",
+    "best variant held out",
+]
+
+
+def cross_validation_text(result: dict[str, Any]) -> str:
+    view = result["cross_validation"]
+    grid = ", ".join(view["grid"])
+    return (
+        f"Topica's excerpt weights, one moved at a time ({grid}): for each conversation the "
+        f"variant with the best recall_all at {result['budget']} tokens on the others, "
+        "scored on it.\n\n" + markdown_table(CROSS_VALIDATION_HEADER, cross_validation_rows(view))
+    )
 
 
 def method_setup(result: dict[str, Any]) -> str:
@@ -335,6 +387,13 @@ def show_eval(result: dict[str, Any], console: Console | None = None) -> None:
             ),
         )
     console.print(per_conversation)
+    if "cross_validation" in result:
+        view = Table(title="leave one conversation out (Topica's excerpt weights)", box=box.SIMPLE)
+        for title in CROSS_VALIDATION_HEADER:
+            view.add_column(title, justify="right")
+        for row in cross_validation_rows(result["cross_validation"]):
+            view.add_row(*row)
+        console.print(view)
     ingest, evidence = result["ingest"], result["evidence"]
     console.print(
         f"{ingest['messages']} messages → {ingest['topics']} topics in "

@@ -9,7 +9,7 @@ candidates in fused order (what the responder can still load with
 
 Under a token budget the context is filled message by message in the order
 `nodes.excerpts.rank_topic_messages` gives the retrieved topics' messages (topic rank,
-full-text hits and their neighbours, fused): the ranking the response graph's context
+full-text and vector hits and their neighbours, fused): the ranking the response graph's context
 assembly cuts recalled topics with when they do not fit. The evaluation ranks the
 messages of every retrieved topic; the assembly, those of the topics the reranker
 selected. A topic shown whole has the header the response graph shows it with (id,
@@ -33,7 +33,7 @@ from core.records import TopicRow, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import rank_topic_messages
+from nodes.response.excerpts import rank_topic_messages, ranking_weights
 from nodes.response.topic_content import topic_date, topic_header
 
 
@@ -71,10 +71,14 @@ class Topica:
         *,
         excerpts: bool = True,
         context_overrides: Mapping[str, object] | None = None,
+        shared_states: dict[str, ResponseState] | None = None,
     ) -> None:
         self.name = name
         self.excerpts = excerpts
         self.context_overrides = dict(context_overrides or {})
+        self.shared_states = shared_states
+        """Graph states by question, shared by variants that differ only in how the
+        budget is filled (the excerpt weights): the graph runs once per question."""
         self._graph: CompiledStateGraph | None = None
         self._context: ResponseContext | None = None
         self._units: dict[int, Unit] = {}
@@ -98,6 +102,7 @@ class Topica:
             "topics_threshold": context.topics_threshold,
             "retrieved_topics_count": context.retrieved_topics_count,
             "rrf_k": context.rrf_k,
+            "excerpt_weights": ranking_weights(context),
             "rerank_max_topics": context.rerank_max_topics,
             "enricher": deps.models.name("enricher"),
             "reranker": deps.models.name("reranker"),
@@ -129,7 +134,13 @@ class Topica:
         assert self._graph is not None, "prepare() first"
         usage = LLMUsage()
         config = {**run_config("retrieval", corpus.user_id), "callbacks": [usage]}
-        state = await self._graph.ainvoke({"text": question}, config, context=self._context)
+        shared = self.shared_states
+        if shared is not None and question in shared:
+            state = shared[question]
+        else:
+            state = await self._graph.ainvoke({"text": question}, config, context=self._context)
+            if shared is not None:
+                shared[question] = state
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
         fill = None
         if self.excerpts:
@@ -137,6 +148,8 @@ class Topica:
                 [(i, self._members[i]) for i in ranked],
                 state.get("message_hits") or [],
                 self._context.rrf_k,
+                vector_lists=state.get("message_vector_hits") or [],
+                **ranking_weights(self._context),
             )
             fill = [
                 (self._units[topic_id].key, corpus.external_of[message_id])

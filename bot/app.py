@@ -14,7 +14,7 @@ after SIGINT/SIGTERM once shutdown is complete:
    and closes the stores after `run_bot` returns.
 
 Services reach handlers as the dispatcher's workflow data: `deps`,
-`settings`, `grouper`, `turn`, `worker`, `tracker`.
+`settings`, `grouper`, `turn`, `worker`, `tracker`, `digester` (the media graph).
 """
 
 from __future__ import annotations
@@ -23,18 +23,20 @@ import asyncio
 import logging
 import secrets
 import signal
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import TelegramAPIError, TelegramNetworkError
 from aiogram.types import BotCommand
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from app.media import MediaDigester
 from app.monitoring import serve_metrics
 from app.turns import OnText, answer_stored, compile_response_graph
 from app.worker import MemoryWorker
@@ -43,15 +45,16 @@ from bot.middlewares import (
     AllowlistMiddleware,
     InFlightMiddleware,
     LanguageMiddleware,
+    SeenMessages,
     StoreIncomingMiddleware,
     TaskTracker,
 )
 from bot.retry import RetryRequestMiddleware
-from bot.routers import callbacks, commands, messages, sources
-from bot.routers.messages import Turn
+from bot.routers import callbacks, commands, groups, messages, sources
+from bot.routers.messages import Turn, answer_unanswered
 from bot.texts import ENGLISH, RUSSIAN
 from core.deps import Deps
-from core.errors import ConfigurationError
+from core.errors import ConfigurationError, ServiceUnavailable
 from core.settings import Settings
 from stores.checkpoints import durable_checkpointer
 
@@ -78,8 +81,10 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
 
     The graph is compiled here, not per turn (compiling costs about half a second).
     The turn answers the group's last message, stored already under `external_id`;
-    its row is found by that id, so nothing is stored twice. Photos and voice go to
-    the responder as image and audio parts; documents are inlined in the text.
+    its row is found by that id, so nothing is stored twice. The group's earlier messages
+    (`earlier_ids`) are in `text` already, so the context leaves them out of the window.
+    Photos and voice go to the responder as image and audio parts; documents are inlined
+    in the text.
     """
     graph = compile_response_graph(deps, checkpointer)
 
@@ -89,11 +94,17 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
         *,
         parts: list[dict[str, Any]],
         external_id: str,
+        earlier_ids: Sequence[str] = (),
         on_text: OnText | None = None,
     ) -> dict[str, Any]:
         stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
         if stored is None:
             raise LookupError(f"message {external_id} is not stored")
+        earlier = [
+            row["id"]
+            for key in earlier_ids
+            if (row := await asyncio.to_thread(deps.store.messages.by_external_id, user_id, key))
+        ]
         return await answer_stored(
             graph,
             deps,
@@ -102,6 +113,7 @@ def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
             text,
             external_id=external_id,
             parts=parts,
+            group_ids=earlier,
             on_text=on_text,
         )
 
@@ -118,12 +130,15 @@ def build_dispatcher(
         turn=turn,
         worker=worker,
         tracker=TaskTracker(),
+        seen=SeenMessages(),
+        digester=MediaDigester(deps),
     )
     dispatcher.update.outer_middleware(InFlightMiddleware(dispatcher["tracker"]))
     dispatcher.update.outer_middleware(AllowlistMiddleware(settings.allowed_user_ids))
     dispatcher.update.outer_middleware(LanguageMiddleware())
     dispatcher.message.outer_middleware(StoreIncomingMiddleware())
     dispatcher.include_routers(
+        groups.build_router(),
         sources.build_router(),
         commands.build_router(),
         callbacks.build_router(),
@@ -134,7 +149,20 @@ def build_dispatcher(
     return dispatcher
 
 
-async def on_startup(bot: Bot, worker: MemoryWorker | None) -> None:
+async def on_startup(
+    bot: Bot,
+    deps: Deps,
+    settings: Settings,
+    grouper: MessageGrouper,
+    seen: SeenMessages,
+    turn: Turn,
+    tracker: TaskTracker,
+    worker: MemoryWorker | None,
+) -> None:
+    """Commands menus, the memory worker, and the turns a stopped bot left unanswered
+    (before the first update is received, so a redelivery of theirs is a duplicate)."""
+    for task in await answer_unanswered(bot, deps, settings.allowed_user_ids, grouper, seen, turn):
+        tracker.track(task)
     for texts, language in ((ENGLISH, None), (RUSSIAN, "ru")):
         await bot.set_my_commands(
             [BotCommand(command=name, description=text) for name, text in texts.commands()],
@@ -212,9 +240,25 @@ async def run_webhook(
         await runner.cleanup()
 
 
+def log_startup(settings: Settings) -> None:
+    """One line on how the bot runs, and a warning when nobody may use it."""
+    log.info(
+        "topica bot starting: mode %s, %d allowed user(s), data dir %s, group memory %s",
+        "webhook" if settings.webhook_url else "polling",
+        len(settings.allowed_user_ids),
+        settings.data_dir,
+        "on" if settings.group_memory else "off",
+    )
+    if not settings.allowed_user_ids:
+        log.warning(
+            "the allowlist is empty (TOPICA_ALLOWED_USER_IDS): every update will be refused"
+        )
+
+
 async def run_bot(deps: Deps, settings: Settings) -> None:
     """Run the bot until SIGINT/SIGTERM; returns after a graceful shutdown (see module doc)."""
     bot = build_bot(settings)
+    log_startup(settings)
     metrics = (
         await serve_metrics(settings.metrics_host, settings.metrics_port)
         if settings.metrics_port
@@ -222,7 +266,12 @@ async def run_bot(deps: Deps, settings: Settings) -> None:
     )
     try:
         await _serve(deps, settings, bot)
+    except TelegramNetworkError as error:  # at start-up; polling rides out later ones
+        raise ServiceUnavailable(
+            f"Telegram Bot API unreachable at {settings.telegram_api_url}: {error.message}"
+        ) from error
     finally:
+        await bot.session.close()
         if metrics is not None:
             await metrics.cleanup()
 

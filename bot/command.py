@@ -8,8 +8,10 @@ the other commands start without it.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from core.deps import Deps
+if TYPE_CHECKING:
+    from core.deps import Deps
 
 NAME = "bot"
 HELP = "run the Telegram bot (long polling, or webhook if set)"

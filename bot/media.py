@@ -3,14 +3,15 @@
 On arrival a message is stored as its text, or as a short description of its
 media plus the caption ("[photo] caption"), so it is saved before anything is
 downloaded. When the group's turn runs, files are downloaded in parallel
-(retried with backoff) and turned into what the turn reads (seed 002):
+(retried with backoff) and turned into what the turn reads (seed 002) and what
+memory keeps (issue 14, `app.media`):
 
-| kind | becomes |
-|---|---|
-| photo, image document | an image part (base64) |
-| voice, audio | an audio part (base64) |
-| PDF | its text, extracted locally with pypdf |
-| text document | its text, inline up to `max_document_chars` |
+| kind | the turn reads | memory keeps |
+|---|---|---|
+| photo, image document | an image part (base64) | the label and the describer's description |
+| voice, audio | an audio part (base64) | the label and the transcript |
+| PDF | its text (langchain-community's pypdf parser) | the text in passages, with its file name |
+| text document | its text, inline up to `max_document_chars` | the same text in passages |
 
 A file over `max_file_bytes`, of an unsupported kind, unreadable or failing
 to download gets a clear reply of its own; the rest of the group goes on.
@@ -29,9 +30,8 @@ from typing import Any, Literal
 
 from aiogram import Bot
 from aiogram.types import Message
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
 
+from app.media import read_document
 from bot.retry import with_backoff
 from bot.texts import Texts
 from core.metrics import FILE_DOWNLOAD
@@ -69,6 +69,19 @@ class PreparedGroup:
     parts: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[Message, str]] = field(default_factory=list)
     """(message, reply) for files that could not be used."""
+    documents: list[tuple[IncomingFile, str]] = field(default_factory=list)
+    """Documents read, with their text (capped at `max_document_chars`): kept as memory."""
+    media: list[tuple[IncomingFile, bytes]] = field(default_factory=list)
+    """Voice, audio and photos downloaded: transcribed or described for memory."""
+    blocks: dict[int, str] = field(default_factory=dict)
+    """Each message's part of `text`, by Telegram message id."""
+
+    def add_text(self, message_id: int, text: str) -> None:
+        """What a message's media said or showed joins its block in the turn's text."""
+        if message_id in self.blocks and text:
+            label, _, rest = self.blocks[message_id].partition("\n")
+            self.blocks[message_id] = f"{label} {text}" + (f"\n{rest}" if rest else "")
+            self.text = "\n\n".join(self.blocks.values())
 
 
 def _document_kind(name: str, mime_type: str) -> Kind:
@@ -159,21 +172,6 @@ async def download(bot: Bot, file: IncomingFile) -> bytes:
     return await with_backoff(fetch, what=f"download of {file.name}")
 
 
-def extract_pdf_text(data: bytes) -> str:
-    reader = PdfReader(io.BytesIO(data))
-    pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    return "\n\n".join(page for page in pages if page)
-
-
-def decode_text(data: bytes) -> str:
-    for encoding in ("utf-8-sig", "cp1251"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace")
-
-
 async def prepare_group(
     bot: Bot, messages: list[Message], texts: Texts, *, max_file_bytes: int, max_document_chars: int
 ) -> PreparedGroup:
@@ -204,6 +202,7 @@ async def prepare_group(
             prepared.problems.append((file.message, texts.download_failed.format(name=file.name)))
             continue
         if file.kind in ("image", "audio"):
+            prepared.media.append((file, data))
             prepared.parts.append(
                 {
                     "type": file.kind,
@@ -213,15 +212,12 @@ async def prepare_group(
             )
             continue
         try:
-            content = (
-                await asyncio.to_thread(extract_pdf_text, data)
-                if file.kind == "pdf"
-                else decode_text(data)
-            )
-        except (PyPdfError, ValueError) as error:
+            content = await asyncio.to_thread(read_document, data, file.kind)
+        except ValueError as error:
             log.warning("could not read %s: %r", file.name, error)
             prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
             continue
+        prepared.documents.append((file, content[:max_document_chars]))
         if len(content) > max_document_chars:
             content = (
                 content[:max_document_chars]
@@ -231,14 +227,13 @@ async def prepare_group(
         inlined[file.message.message_id] = (
             f'<document name="{file.name}">\n{content.strip()}\n</document>'
         )
-    blocks = []
     for message in messages:
         block = describe(message, texts)
         if message.message_id in inlined:
             block = f"{block}\n{inlined[message.message_id]}"
         if block:
-            blocks.append(block)
-    prepared.text = "\n\n".join(blocks)
+            prepared.blocks[message.message_id] = block
+    prepared.text = "\n\n".join(prepared.blocks.values())
     prepared.usable = bool(
         prepared.parts
         or inlined

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
 from datetime import UTC
+from functools import partial
 from typing import Any
 
 from aiogram import BaseMiddleware
@@ -48,6 +49,36 @@ def external_id(message: Message) -> str:
     return stored_id(message.chat.id, message.message_id)
 
 
+def chat_prefix(chat_id: int) -> str:
+    """The prefix of every stored id of one chat's messages."""
+    return f"tg-{chat_id}-"
+
+
+def telegram_message_id(stored: str) -> int:
+    """The Telegram message id in a stored id (`stored_id`'s inverse)."""
+    return int(stored.rsplit("-", 1)[1])
+
+
+class SeenMessages:
+    """Stored ids of the messages this process has handed to a turn (the newest
+    `capacity`): a redelivery of one of them is a duplicate, whatever its turn's outcome.
+    A message stored by an earlier process and never answered is not among them, so its
+    redelivery is answered (`StoreIncomingMiddleware`), as is the start-up pickup."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self.capacity = capacity
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, stored: str) -> None:
+        self._ids[stored] = None
+        self._ids.move_to_end(stored)
+        while len(self._ids) > self.capacity:
+            self._ids.popitem(last=False)
+
+    def __contains__(self, stored: object) -> bool:
+        return stored in self._ids
+
+
 def is_command(message: Message) -> bool:
     return bool(message.text and message.text.startswith("/"))
 
@@ -68,15 +99,19 @@ CONVERSATION_CONTENT = frozenset(
 """What a user says or sends; service messages, polls, locations and the like are not stored."""
 
 
-def is_conversation(event: TelegramObject) -> bool:
-    """A message the bot answers with a turn: a user's non-command message in a private chat."""
+def is_said(event: TelegramObject) -> bool:
+    """A user's non-command message with conversation content, in any chat."""
     return (
         isinstance(event, Message)
         and event.from_user is not None
-        and event.chat.type == ChatType.PRIVATE
         and event.content_type in CONVERSATION_CONTENT
         and not is_command(event)
     )
+
+
+def is_conversation(event: TelegramObject) -> bool:
+    """A message the bot answers with a turn: a user's non-command message in a private chat."""
+    return is_said(event) and event.chat.type == ChatType.PRIVATE
 
 
 class TaskTracker:
@@ -91,6 +126,11 @@ class TaskTracker:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self.last_update_id = max(update_id, self.last_update_id or update_id)
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """A task of the bot's own (not an update's) that shutdown waits for too."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -159,7 +199,12 @@ class LanguageMiddleware(BaseMiddleware):
 class StoreIncomingMiddleware(BaseMiddleware):
     """Every conversation message is stored first; a redelivered one goes no further.
 
-    Commands are control, not conversation, and are not stored. A message
+    A message already stored is a redelivery: it goes on to be answered only if it was
+    stored by an earlier run of the bot and never answered (the turn crashed with the
+    process); otherwise it is dropped, so nothing is answered twice.
+    Commands are control, not conversation, and are not stored. Group chats are not
+    stored either, unless `group_memory` is on: then an allowed user's group message goes
+    into their own memory (and is never answered there, `bot.routers.groups`). A message
     already stored (Telegram redelivers updates that were processed but not
     yet confirmed when the bot stopped) is dropped, so it is not answered twice.
     From arrival until it joins a group the message is a pending `Arrival` of
@@ -170,7 +215,8 @@ class StoreIncomingMiddleware(BaseMiddleware):
         self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        if not is_conversation(event):
+        private = is_conversation(event)
+        if not private and not (is_said(event) and data["settings"].group_memory):
             return await handler(event, data)
         deps: Deps = data["deps"]
         texts: Texts = data["texts"]
@@ -186,16 +232,39 @@ class StoreIncomingMiddleware(BaseMiddleware):
         try:
             async with self._locks[event.chat.id]:
                 stored = await asyncio.to_thread(
-                    deps.indexer.store_messages, event.from_user.id, [message]
+                    partial(deps.indexer.store_messages, outage_ok=True),
+                    event.from_user.id,
+                    [message],
                 )
-            if not stored:
+            seen: SeenMessages = data["seen"]
+            if not stored and not (private and await self._unanswered_elsewhere(deps, event, seen)):
                 log.info(
                     "message %s is already stored: a redelivery, skipped", message["external_id"]
                 )
                 return None
+            if not stored:
+                log.warning(
+                    "message %s was stored but never answered (the bot stopped mid-turn): "
+                    "answering it now",
+                    message["external_id"],
+                )
+            if not private:
+                return await handler(event, data)
+            seen.add(message["external_id"])
             return await handler(event, {**data, "arrival": arrival})
         finally:
             arrival.settle()
+
+    @staticmethod
+    async def _unanswered_elsewhere(deps: Deps, event: Message, seen: SeenMessages) -> bool:
+        """Stored by an earlier run of the bot, and no answer covers it."""
+        stored = external_id(event)
+        if stored in seen:
+            return False
+        unanswered = await asyncio.to_thread(
+            deps.store.messages.unanswered, event.from_user.id, chat_prefix(event.chat.id)
+        )
+        return any(row["external_id"] == stored for row in unanswered)
 
 
 class GroupingMiddleware(BaseMiddleware):

@@ -27,6 +27,12 @@ class Texts:
     forget_choose: str
     forget_confirm_fact: str
     forget_confirm_topic: str
+    forget_confirm_topic_facts: str
+    forget_confirm_person: str
+    forget_page: str
+    forget_unknown_kind: str
+    help_voice_unread: str
+    help_photos_unread: str
     forget_yes: str
     forget_no: str
     forgot: str
@@ -45,6 +51,7 @@ class Texts:
     truncated: str
     stopped_before_writing: str
     private_only: str
+    group_refusal: str
     sources_button: str
     sources_title: str
     sources_partial: str
@@ -72,7 +79,7 @@ class Texts:
             return [
                 ("new", "Начать новый разговор"),
                 ("memory", "Что я помню о вас"),
-                ("forget", "Забыть факт или тему"),
+                ("forget", "Забыть факт, человека или тему"),
                 ("export", "Вся память файлом JSON"),
                 ("why", "Из чего сложился последний ответ"),
                 ("stats", "Статистика"),
@@ -81,7 +88,7 @@ class Texts:
         return [
             ("new", "Start a new conversation"),
             ("memory", "What I remember about you"),
-            ("forget", "Forget a fact or a topic"),
+            ("forget", "Forget a fact, a person or a topic"),
             ("export", "All memory as a JSON file"),
             ("why", "What the last answer was made from"),
             ("stats", "Statistics"),
@@ -102,7 +109,7 @@ ENGLISH = Texts(
         "request.\n\n"
         "/new: start a new conversation (memory stays)\n"
         "/memory: facts, people and recent topics I keep\n"
-        "/forget: delete a fact or a topic\n"
+        "/forget: delete a fact, a person or a topic (/forget person: people only)\n"
         "/export: everything I keep about you as a JSON file\n"
         "/why: what my last answer was made from (also the Sources button under an answer)\n"
         "/stats: how much I remember\n\n"
@@ -118,6 +125,18 @@ ENGLISH = Texts(
     forget_choose="What should I forget?",
     forget_confirm_fact="Forget this fact?\n\n<i>{content}</i>",
     forget_confirm_topic="Forget this topic and its messages?\n\n<i>{content}</i>",
+    forget_confirm_topic_facts="These facts learnt from it go too:\n{facts}",
+    forget_confirm_person="Forget this person?\n\n<i>{content}</i>",
+    forget_page="{choose} (page {page} of {pages})",
+    forget_unknown_kind="Use /forget, or /forget fact, /forget person, /forget topic.",
+    help_voice_unread=(
+        "\n\nVoice messages are not transcribed here (no speech-to-text is configured): "
+        "I keep them as [voice message] only, so I cannot recall what was said."
+    ),
+    help_photos_unread=(
+        "\n\nPhotos are not described here (no image model is configured): I keep their "
+        "captions only."
+    ),
     forget_yes="Yes, forget",
     forget_no="Cancel",
     forgot="Forgotten: <i>{content}</i>",
@@ -143,6 +162,10 @@ ENGLISH = Texts(
     truncated="[… document truncated at {limit} characters]",
     stopped_before_writing="Stopped before I wrote anything.",
     private_only="I show what I remember only in our private chat.",
+    group_refusal=(
+        "What I remember about you is private, so I don't answer in groups. "
+        "Write to me in a private chat."
+    ),
     sources_button="Sources",
     sources_title="<b>What this answer was made from</b>",
     sources_partial="<i>The answer was stopped while I was writing it.</i>",
@@ -162,6 +185,7 @@ ENGLISH = Texts(
     sources_no_answer="There is no answer of mine to explain yet.",
     sources_gone="That answer is no longer in memory.",
     fallback_notes={
+        "search": "Only full-text search was used: the vector index was unavailable ({reason}).",
         "enricher": "The search used your words as written ({reason}).",
         "summariser": "The earlier part of the conversation was summarised without the "
         "model ({reason}).",
@@ -184,7 +208,7 @@ RUSSIAN = Texts(
         "сообщений подряд я читаю как один запрос.\n\n"
         "/new — начать новый разговор (память сохранится)\n"
         "/memory — факты, люди и недавние темы\n"
-        "/forget — удалить факт или тему\n"
+        "/forget — удалить факт, человека или тему (/forget человек — только людей)\n"
         "/export — всё, что я о вас храню, файлом JSON\n"
         "/why — из чего сложился мой последний ответ (или кнопка «Источники» под ответом)\n"
         "/stats — сколько я помню\n\n"
@@ -200,6 +224,18 @@ RUSSIAN = Texts(
     forget_choose="Что забыть?",
     forget_confirm_fact="Забыть этот факт?\n\n<i>{content}</i>",
     forget_confirm_topic="Забыть эту тему и её сообщения?\n\n<i>{content}</i>",
+    forget_confirm_topic_facts="Вместе с ней забудутся факты, узнанные из неё:\n{facts}",
+    forget_confirm_person="Забыть этого человека?\n\n<i>{content}</i>",
+    forget_page="{choose} (страница {page} из {pages})",
+    forget_unknown_kind="Напишите /forget, или /forget факт, /forget человек, /forget тема.",
+    help_voice_unread=(
+        "\n\nГолосовые здесь не расшифровываются (распознавание речи не настроено): я храню "
+        "их только как [голосовое сообщение] и не смогу вспомнить, что в них было."
+    ),
+    help_photos_unread=(
+        "\n\nФото здесь не описываются (модель для изображений не настроена): я храню "
+        "только подписи к ним."
+    ),
     forget_yes="Да, забыть",
     forget_no="Отмена",
     forgot="Забыто: <i>{content}</i>",
@@ -225,6 +261,10 @@ RUSSIAN = Texts(
     truncated="[… документ обрезан на {limit} символах]",
     stopped_before_writing="Остановлено до того, как я что-то написал.",
     private_only="То, что я помню, я показываю только в нашем личном чате.",
+    group_refusal=(
+        "То, что я помню о вас, — личное, поэтому в группах я не отвечаю. "
+        "Напишите мне в личный чат."
+    ),
     sources_button="Источники",
     sources_title="<b>Из чего сложился этот ответ</b>",
     sources_partial="<i>Ответ остановлен, пока я его писал.</i>",
@@ -244,6 +284,8 @@ RUSSIAN = Texts(
     sources_no_answer="Пока нет ответа, который можно объяснить.",
     sources_gone="Этого ответа уже нет в памяти.",
     fallback_notes={
+        "search": "Искал только полнотекстовым поиском: векторный индекс был недоступен "
+        "({reason}).",
         "enricher": "Поиск шёл по вашим словам как есть ({reason}).",
         "summariser": "Начало разговора сжато без модели ({reason}).",
         "reranker": "Прошлые разговоры взяты в порядке поиска, без реранкера ({reason}).",

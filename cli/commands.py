@@ -1,40 +1,33 @@
-"""The `topica` subcommands: each parses its own arguments and calls application services."""
+"""The `topica` subcommands: each parses its own arguments and calls application services.
+
+Each command imports what it uses when it runs: the registry below is all that `--help`
+and the parser need, and `topica topics` never loads the response graph, LangChain,
+Chroma or the sentence encoder.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.memory import ingest
-from app.turns import chat_session, run_turn
-from app.views import export_user, topic_view
-from cli.output import (
-    AnswerPrinter,
-    console,
-    out,
-    print_json,
-    show_ingest,
-    show_next_steps,
-    show_question,
-    show_sources,
-    show_turn,
-    topics_table,
-)
-from core.deps import Deps
-from core.progress import progress_board
-from stores.checkpoints import durable_checkpointer
-from stores.saved_sessions import read_session
+if TYPE_CHECKING:
+    from core.deps import Deps
+    from core.records import NewMessage
+    from core.settings import Settings
 
 
 class CommandError(Exception):
     """A problem to report as one line and exit 2."""
 
 
-Run = Callable[[argparse.Namespace, Deps], Awaitable[None]]
+Run = Callable[[argparse.Namespace, "Deps"], Awaitable[None]]
 
 
 def no_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +48,9 @@ class Subcommand:
     group: str | None = None
     writes: bool = True
     """False for a read-only command: it runs only on an existing data directory."""
+    prepare: Callable[[argparse.Namespace, Settings], None] | None = None
+    """Reads and checks the command's input before any service is built, so bad input
+    creates nothing (no data directory either); raises to refuse."""
 
 
 COMMANDS: list[Subcommand] = []
@@ -67,13 +63,16 @@ def subcommand(
     configure: Callable[[argparse.ArgumentParser], None] = no_arguments,
     group: str | None = None,
     writes: bool = True,
+    prepare: Callable[[argparse.Namespace, Settings], None] | None = None,
 ) -> Callable[[Run], Run]:
     """Register the decorated coroutine as `topica [GROUP] NAME`; its docstring is the help."""
 
     def register(run: Run) -> Run:
         help_text = (run.__doc__ or "").strip()
         options_used = ("common", *options)
-        COMMANDS.append(Subcommand(name, help_text, run, options_used, configure, group, writes))
+        COMMANDS.append(
+            Subcommand(name, help_text, run, options_used, configure, group, writes, prepare)
+        )
         return run
 
     return register
@@ -83,21 +82,75 @@ def positional(name: str, help: str) -> Callable[[argparse.ArgumentParser], None
     return lambda parser: parser.add_argument(name, help=help)
 
 
-async def ingest_file(deps: Deps, path: Path, user_id: int) -> dict:
-    messages = read_session(path)
+def read_session_file(args: argparse.Namespace, settings: Settings) -> None:
+    """The session file, read whole and checked before anything is created."""
+    from stores.saved_sessions import read_session
+
+    args.messages = read_session(
+        Path(args.file), settings.ingest_max_bytes, settings.ingest_max_line_bytes
+    )
+
+
+async def ingest_file(deps: Deps, messages: list[NewMessage], user_id: int) -> dict:
+    from app.memory import ingest
+    from cli.output import console
+    from core.progress import progress_board
+    from stores.checkpoints import durable_checkpointer
+
     with progress_board(console) as board:
         async with durable_checkpointer(deps.settings) as checkpointer:
             return await ingest(deps, messages, user_id, checkpointer=checkpointer, progress=board)
 
 
-@subcommand("ingest", "user", "json", configure=positional("file", "JSONL session file"))
+@subcommand(
+    "ingest",
+    "user",
+    "json",
+    configure=positional("file", "JSONL session file"),
+    prepare=read_session_file,
+)
 async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
     """store a saved session and archive it"""
-    result = await ingest_file(deps, Path(args.file), args.user)
+    from cli.output import print_json, show_ingest
+
+    result = await ingest_file(deps, args.messages, args.user)
     if args.json:
         print_json(result)
     else:
         show_ingest(result, Path(args.file))
+
+
+def archive_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        dest="archive_all",
+        help="archive the live tail too, not only chunks quiet for TOPICA_CHUNK_INTERVAL",
+    )
+
+
+@subcommand("archive", "user", "json", configure=archive_arguments)
+async def cmd_archive(args: argparse.Namespace, deps: Deps) -> None:
+    """run the memory graph over a user's unarchived messages"""
+    from app.memory import archive
+    from cli.output import console, print_json, show_ingest
+    from core.progress import progress_board
+    from stores.checkpoints import durable_checkpointer
+
+    await require_memory(deps, args.user)
+    with progress_board(console) as board:
+        async with durable_checkpointer(deps.settings) as checkpointer:
+            result = await archive(
+                deps,
+                args.user,
+                archive_all=args.archive_all,
+                checkpointer=checkpointer,
+                progress=board,
+            )
+    if args.json:
+        print_json(result)
+    else:
+        show_ingest(result, f"the unarchived messages of user {args.user}")
 
 
 async def require_memory(deps: Deps, user_id: int) -> None:
@@ -108,6 +161,8 @@ async def require_memory(deps: Deps, user_id: int) -> None:
 
 async def note_new_user(deps: Deps, user_id: int) -> None:
     """A conversation with a user with nothing stored starts their memory: say so."""
+    from cli.output import console
+
     if not await asyncio.to_thread(deps.store.messages.count, user_id):
         console.print(f"[dim]user {user_id} has no memory yet: this conversation starts it[/]")
 
@@ -115,6 +170,9 @@ async def note_new_user(deps: Deps, user_id: int) -> None:
 @subcommand("topics", "user", "json", writes=False)
 async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
     """list a user's topics"""
+    from app.views import topic_view
+    from cli.output import out, print_json, topics_table
+
     await require_memory(deps, args.user)
     topics = await asyncio.to_thread(deps.store.topics.all_of, args.user)
     views = await asyncio.to_thread(topic_view, deps, args.user, topics)
@@ -127,6 +185,9 @@ async def cmd_topics(args: argparse.Namespace, deps: Deps) -> None:
 @subcommand("export", "user", writes=False)
 async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
     """all memory of a user as JSON"""
+    from app.views import export_user
+    from cli.output import print_json
+
     await require_memory(deps, args.user)
     print_json(await asyncio.to_thread(export_user, deps, args.user))
 
@@ -141,6 +202,10 @@ def ask_arguments(parser: argparse.ArgumentParser) -> None:
 @subcommand("ask", "user", "json", configure=ask_arguments)
 async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
     """one turn: recall and answer, stored"""
+    from app.turns import run_turn
+    from cli.output import AnswerPrinter, print_json, show_question, show_sources, show_turn
+    from stores.checkpoints import durable_checkpointer
+
     if not args.question.strip():
         raise CommandError("the question is empty")
     await note_new_user(deps, args.user)
@@ -162,18 +227,40 @@ async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
         show_turn(args.question, result)
 
 
+async def prompt_line(prompt: str) -> str | None:
+    """One line typed at `prompt` (None at end of input), read in a daemon thread.
+
+    Not in the event loop's executor: on Ctrl-C `asyncio.run` would wait for that thread,
+    blocked in `input()` until Enter, so the first Ctrl-C seemed to do nothing. A daemon
+    thread is simply left behind and the process exits at once (130)."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None) -> None:
+        if not line.done():
+            line.set_result(value)
+
+    def read() -> None:
+        try:
+            value = input(prompt)
+        except EOFError:
+            value = None
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(settle, value)
+
+    threading.Thread(target=read, name="chat-prompt", daemon=True).start()
+    return await line
+
+
 @subcommand("chat", "user")
 async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     """an interactive session in the terminal"""
-
-    def read_line() -> str | None:
-        try:
-            return input("you> ")
-        except EOFError:
-            return None
+    from app.turns import chat_session
+    from cli.output import AnswerPrinter, out
+    from stores.checkpoints import durable_checkpointer
 
     async def read() -> str | None:
-        return await asyncio.to_thread(read_line)
+        return await prompt_line("you> ")
 
     printer = AnswerPrinter(prompt="[bold green]topica>[/] ")
 
@@ -194,6 +281,32 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
         )
 
 
+def doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true", help="every user (instead of --user)")
+    parser.add_argument(
+        "--repair", action="store_true", help="index what is missing, delete orphan vectors"
+    )
+
+
+@subcommand("doctor", "user", "json", configure=doctor_arguments, writes=False)
+async def cmd_doctor(args: argparse.Namespace, deps: Deps) -> None:
+    """compare the vector index with the stored records; --repair sets it right"""
+    from app.doctor import doctor
+    from cli.output import doctor_table, out, print_json
+
+    if args.all:
+        users = await asyncio.to_thread(deps.store.sessions.user_ids)
+    else:
+        await require_memory(deps, args.user)
+        users = [args.user]
+    result = await doctor(deps, users, repair=args.repair)
+    if args.json:
+        print_json(result)
+    else:
+        out.print(doctor_table(result["reports"]))
+        out.print("consistent" if result["consistent"] else "[bold red]inconsistent[/]")
+
+
 DEMO_QUESTIONS = (
     "Что сказал ветеринар про Марципана?",
     "What shoes did I buy for the half-marathon?",
@@ -210,10 +323,15 @@ def demo_arguments(parser: argparse.ArgumentParser) -> None:
 @subcommand("demo", "user", configure=demo_arguments)
 async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
     """ingest the bundled example session and ask it three questions (temporary data)"""
+    from app.turns import run_turn
+    from cli.output import out, show_ingest, show_next_steps, show_turn
+    from stores.checkpoints import durable_checkpointer
+    from stores.saved_sessions import read_session
+
     session = resources.files("graphs") / "examples" / "demo_session.jsonl"
     with resources.as_file(session) as path:
         out.rule("[bold]Topica demo[/]: a saved session of 196 messages, Russian and English")
-        result = await ingest_file(deps, path, args.user)
+        result = await ingest_file(deps, read_session(path), args.user)
         show_ingest(result, path)
         out.rule("[bold]Recall[/]: three questions, answered from memory")
         async with durable_checkpointer(deps.settings) as checkpointer:
@@ -224,54 +342,27 @@ async def cmd_demo(args: argparse.Namespace, deps: Deps) -> None:
     show_next_steps(deps.settings.data_dir if kept else None, args.user)
 
 
-def locomo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
-    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
-    parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
-    parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
-    parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
+def reindex_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", type=int, help="only this user (default: every user)")
 
 
-@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
-async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
-    """LoCoMo recall at a token budget, with baselines"""
-    from bench.eval_locomo import eval_locomo
-    from bench.report import require_plots, show_eval
+@subcommand("reindex", "json", configure=reindex_arguments)
+async def cmd_reindex(args: argparse.Namespace, deps: Deps) -> None:
+    """rebuild the vector index from SQLite (after changing the embeddings provider)"""
+    from app.index import reindex
+    from cli.output import console, out, print_json
+    from core.ports import VECTOR_KINDS
+    from core.progress import progress_board
 
-    if not args.data.is_file():
-        raise CommandError(f"{args.data}: no such file")
-    if args.out is not None:
-        require_plots()  # before minutes of work, not after
-    result = await eval_locomo(
-        args.data,
-        args.conversations.split(",") if args.conversations else None,
-        args.budget,
-        [int(k) for k in args.k.split(",")],
-        args.out,
-        deps.settings,
-        console=None if args.json else console,
-    )
+    if args.user is not None:
+        await require_memory(deps, args.user)
+    with progress_board(console) as board:
+        result = await reindex(deps, args.user, progress=board)
     if args.json:
         print_json(result)
-    else:
-        show_eval(result, out)
-
-
-def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
-    parser.add_argument("--out", type=Path, help="write the table and the plot here")
-
-
-@subcommand("search", "json", configure=bench_search_arguments, group="bench")
-async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
-    """search latency at scale, against brute force"""
-    from bench.report import require_plots
-    from bench.scale import bench_search, show_bench
-
-    if args.out is not None:
-        require_plots()
-    result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
-    if args.json:
-        print_json(result)
-    else:
-        show_bench(result, out)
+        return
+    for user in result["users"]:
+        counts = ", ".join(f"{user[kind]} {kind}" for kind in VECTOR_KINDS if kind in user)
+        out.print(f"user {user['user_id']}: {counts} ({result['embedder']})")
+    if result["notice"]:
+        console.print(f"[yellow]{result['notice']}[/] (other users are not reindexed yet)")

@@ -3,6 +3,9 @@
 Machines get `--json`; people get progress and tables. Bad input is one line on stderr
 and exit status 2; nothing of a bad file is stored; an unreachable service is exit 3.
 
+Only the command that runs loads what it needs (`--help` loads no store, `topics` no
+vector index, encoder or LangChain: tests/e2e/test_cold_start.py).
+
 Other adapters add subcommands through the `topica.commands` entry point group (the
 Telegram bot adds `topica bot`), so the command line never imports them: each entry
 point is a module with `NAME`, `HELP`, `configure(parser)` and `async run(args, deps)`.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import sqlite3
 import sys
@@ -19,18 +23,17 @@ import tempfile
 from collections.abc import Sequence
 from importlib.metadata import entry_points, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
+from cli import evaluation  # noqa: F401  (registers the eval and bench subcommands)
 from cli.commands import COMMANDS, GROUPS, CommandError, Subcommand
-from core.errors import ConfigurationError, StoreError, VectorStoreUnavailable
-from core.logs import configure_logging
-from core.settings import Settings
-from stores.saved_sessions import SessionFormatError
-from stores.services import build_deps
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 3
+EXIT_BROKEN_PIPE = 1  # what rich's console does on a broken pipe (tables, progress)
 PLUGINS = "topica.commands"
 
 
@@ -43,13 +46,26 @@ def plugin_commands() -> list[Subcommand]:
     return found
 
 
+def user_id(text: str) -> int:
+    """A `--user` value: an integer a store can hold (`core.records.ID_RANGE`)."""
+    from core.records import ID_RANGE
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value not in ID_RANGE:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (a 64-bit integer)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     shared = {name: argparse.ArgumentParser(add_help=False) for name in ("common", "user", "json")}
     shared["common"].add_argument(
         "--data-dir", type=Path, help="data directory (default: TOPICA_DATA_DIR)"
     )
     shared["common"].add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    shared["user"].add_argument("--user", type=int, default=1, help="user id (default 1)")
+    shared["user"].add_argument("--user", type=user_id, default=1, help="user id (default 1)")
     shared["json"].add_argument("--json", action="store_true", help="machine-readable output")
 
     def add(parent: argparse._SubParsersAction, command: Subcommand) -> None:
@@ -59,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
             help=command.help,
         )
         command.configure(parser)
-        parser.set_defaults(handler=command.run, writes=command.writes)
+        parser.set_defaults(handler=command.run, writes=command.writes, prepare=command.prepare)
 
     parser = argparse.ArgumentParser(
         prog="topica", description="Topica: a chat assistant with long-term memory."
@@ -81,14 +97,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
+    from core.settings import Settings
+
     settings = Settings()
     if args.data_dir is not None:
         settings = settings.model_copy(update={"data_dir": args.data_dir})
     return settings
 
 
+def check_data_dir(directory: Path) -> None:
+    """A data directory that cannot be one (a file, or a path under a file) is bad input."""
+    if directory.exists() and not directory.is_dir():
+        raise CommandError(f"data directory {directory} is a file, not a directory")
+    for parent in directory.parents:
+        if parent.exists() and not parent.is_dir():
+            raise CommandError(f"data directory {directory} lies under a file ({parent})")
+
+
 async def run(args: argparse.Namespace) -> None:
+    from stores.services import build_deps
+
     settings = settings_for(args)
+    check_data_dir(settings.data_dir)
+    if args.prepare is not None:
+        args.prepare(args, settings)
     if not args.writes and not settings.sqlite_path.is_file():
         # A read-only command creates nothing: a mistyped --data-dir is reported, not made.
         raise CommandError(f"no data in {settings.data_dir}")
@@ -99,6 +131,13 @@ async def run(args: argparse.Namespace) -> None:
         )
     deps = build_deps(settings)
     try:
+        notice = None
+        if args.writes and args.command != "reindex":
+            from app.index import embedder_notice
+
+            notice = await asyncio.to_thread(embedder_notice, deps)
+        if notice:
+            print(f"topica: warning: {notice}", file=sys.stderr)
         await args.handler(args, deps)
     finally:
         deps.close()
@@ -108,6 +147,17 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from pydantic import ValidationError
+
+    from core.errors import (
+        ConfigurationError,
+        ServiceUnavailable,
+        SessionFormatError,
+        StoreError,
+        VectorStoreUnavailable,
+    )
+    from core.logs import configure_logging
+
     try:
         settings = settings_for(args)
     except ValidationError as error:
@@ -127,6 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.OperationalError as error:
         print(f"topica: error: database unavailable: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except ServiceUnavailable as error:
+        print(f"topica: error: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except BrokenPipeError:
+        # The reader went away (`topica topics --json | head -1`): stop quietly, and
+        # keep the interpreter's last flush of stdout from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except VectorStoreUnavailable as error:
         print(
             f"topica: error: {error} (everything received is stored; "

@@ -38,12 +38,36 @@ def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def doctor_table(reports: Sequence[dict[str, Any]]) -> Table:
+    """`topica doctor`: per user and kind, records stored and indexed, and differences."""
+    table = Table(title="Vector index against the store")
+    for column in ("user", "kind", "stored", "indexed", "pending", "missing", "orphans"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    repairing = any("repaired" in report for report in reports)
+    if repairing:
+        table.add_column("repaired", justify="right")
+    for report in reports:
+        cells = [
+            str(report["user_id"]),
+            report["kind"],
+            str(report["stored"]),
+            str(report["indexed"]),
+            str(report["pending"]),
+            str(len(report["missing"])),
+            str(len(report["orphans"])),
+        ]
+        table.add_row(*cells, *([str(report["repaired"])] if repairing else []))
+    return table
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2))
 
 
-def show_ingest(result: dict[str, Any], path: Path) -> None:
-    out.print(topics_table(result["topics"], f"Topics from {path.name}"))
+def show_ingest(result: dict[str, Any], path: Path | str) -> None:
+    """`ingest`'s and `archive`'s report: the topics, then one line of counts."""
+    title = path.name if isinstance(path, Path) else path
+    out.print(topics_table(result["topics"], f"Topics from {title}"))
     merges = len(result["merges"])
     out.print(
         f"[bold]{result['messages']}[/] messages ({result['new_messages']} new) in "
@@ -52,6 +76,11 @@ def show_ingest(result: dict[str, Any], path: Path) -> None:
         f"splitter: {result['llm'] or 'embeddings (no LLM configured)'}; "
         f"facts: {result['facts_status'] or 'nothing new'}"
         + (f" ({result['facts_reason']})" if result["facts_reason"] else "")
+        + (
+            f"; {len(result['waiting'])} waiting (--all takes them)"
+            if result.get("waiting")
+            else ""
+        )
     )
 
 

@@ -76,6 +76,9 @@ class MemoryContext(FromSettings):
     archive_all: bool = False
     """Archive every unarchived message now (saved sessions), not only stale chunks."""
     chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
+    topic_max_gap_s: float = DEFAULTS.topic_max_gap.total_seconds()
+    """Consecutive messages (in time order) further apart never share a chunk or a topic,
+    whatever the splitter proposed."""
     max_chunk_size: int = DEFAULTS.max_chunk_size
     split_threshold_chars: int = DEFAULTS.split_threshold_chars
     consolidation_similarity_threshold: float = DEFAULTS.consolidation_similarity_threshold
@@ -86,7 +89,10 @@ class MemoryContext(FromSettings):
 
     @classmethod
     def derived(cls, settings: Settings) -> dict[str, Any]:
-        return {"chunk_interval_s": settings.chunk_interval.total_seconds()}
+        return {
+            "chunk_interval_s": settings.chunk_interval.total_seconds(),
+            "topic_max_gap_s": settings.topic_max_gap.total_seconds(),
+        }
 
 
 @dataclass(kw_only=True)
@@ -114,10 +120,32 @@ class ResponseContext(FromSettings):
     # Hybrid search beyond the topic vectors: message hits vote for their topics.
     message_hits_count: int = 50
     """Length of each message-level ranked list (vectors, full text) in the fusion."""
+    relevance_floor: bool = DEFAULTS.relevance_floor
+    """Off: the topic search returns its nearest topics however unrelated (nodes.relevance)."""
+    # Calibrated by `topica eval floor` (local USE embedder, FTS5 bm25): each the 95th
+    # percentile of the best score of 100 unrelated questions (EN+RU) on the 5 LoCoMo dev
+    # memories. There the gate turned away 1 of 760 LoCoMo questions and answered
+    # "nothing" to 84% of the unrelated ones; leave-one-conversation-out (and one half of
+    # the unrelated questions) out: 0.18% and 81%. Another embedder needs its own figures.
+    message_vector_floor: float = 0.374
+    topic_vector_floor: float = 0.210
+    message_bm25_floor: float = 6.75
+    topic_bm25_floor: float = 3.55
     fact_candidates_count: int = 10
     facts_threshold: float = 0.35
     people_candidates_count: int = 20
     people_threshold: float = 0.30
+
+    # Which messages of recalled topics fill the room when they do not fit whole
+    # (`nodes.response.excerpts`): fused ranks of full-text and vector hits.
+    excerpt_lead_hits: int = 3
+    """The best full-text hits that lead whatever their fused score."""
+    excerpt_vector_weight: float = 0.5
+    """A vector hit's vote as a share of a full-text hit's at the same rank."""
+    excerpt_neighbour_hits: int = 20
+    """Hits at or above this rank lend the messages beside them a share of their vote."""
+    excerpt_neighbour_weight: float = 0.7
+    """That share."""
 
     # Context assembly (seeds 002-004): the session window and one token budget per layer.
     sliding_window_messages: int = 20
@@ -157,3 +185,13 @@ class ResponseContext(FromSettings):
             "rerank_max_tool_calls": settings.reranker_max_tool_calls,
             "rerank_timeout_s": settings.reranker_timeout_s,
         }
+
+
+@dataclass(kw_only=True)
+class MediaContext(FromSettings):
+    """One run of the media graph: whose messages, and the transcription endpoint."""
+
+    user_id: int
+    transcription_base_url: str | None = None
+    transcription_model: str = DEFAULTS.transcription_model
+    transcription_timeout_s: float = DEFAULTS.transcription_timeout_s

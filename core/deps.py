@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.models import ModelRegistry
-from core.ports import Embedder, Indexer, Store, VectorIndex
+from core.ports import Embedder, Indexer, MemoryRunLock, Store, VectorIndex
 from core.settings import Settings
 from core.stops import GenerationStops
 
@@ -23,6 +23,8 @@ class Deps:
     embedder: Embedder
     indexer: Indexer
     models: ModelRegistry
+    run_lock: MemoryRunLock
+    """One memory run per user at a time, across processes (`app.memory.archive_user`)."""
     stops: GenerationStops = field(default_factory=GenerationStops)
     """Turns whose answer the user can stop while it is written (the bot's stop button)."""
 

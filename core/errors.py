@@ -11,5 +11,13 @@ class VectorStoreUnavailable(ConnectionError):
     """The vector store cannot be reached (a Chroma server that is down, say)."""
 
 
+class SessionFormatError(ValueError):
+    """A saved session that cannot be read; says which line and why."""
+
+
 class ConfigurationError(Exception):
     """Settings a command cannot work with (a bot without a token, say)."""
+
+
+class ServiceUnavailable(ConnectionError):
+    """A service a command needs cannot be reached (the Telegram Bot API at start-up)."""

@@ -45,6 +45,18 @@ run with a working model."""
 RespondFallback = TextFallback
 """The Responder's: the memory-only answer quotes what was recalled."""
 
+SearchFallback = Literal["vectors_unavailable"]
+"""The search's: the vector store is down, so full-text search alone found the candidates
+(the hybrid search degrades; the turn's message is embedded later from the queue)."""
+
+TranscribeFallback = Literal["no_endpoint", "api_error", "timeout", "empty_reply"]
+"""The transcription endpoint's: the multimodal describer transcribes instead.
+`no_endpoint`: no `TOPICA_TRANSCRIPTION_BASE_URL` is set."""
+
+DescribeFallback = TextFallback
+"""The Describer's (a transcript or a photo description): the media's label stays the
+message's only text."""
+
 RerankFallback = Literal[
     "no_model",
     "no_candidates",

@@ -7,10 +7,31 @@ nodes only ever ask the registry.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING
 
 from core.settings import AgentName, Settings
+
+if TYPE_CHECKING:  # LangChain loads with the first model, not with every command
+    from langchain_core.language_models import BaseChatModel
+
+
+def openai_chat_model(
+    model: str, base_url: str | None, api_key: str, timeout_s: float, max_retries: int
+) -> BaseChatModel:
+    """A `ChatOpenAI` on its own HTTP client whose connections never outlive their loop."""
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    from core.http import LoopScopedTransport
+
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout_s,
+        max_retries=max_retries,
+        http_async_client=httpx.AsyncClient(transport=LoopScopedTransport(), timeout=timeout_s),
+    )
 
 
 class ModelRegistry:
@@ -47,13 +68,11 @@ class ModelRegistry:
         model_name = self._settings.model_for(agent)
         if not model_name:
             return None
-        from langchain_openai import ChatOpenAI
-
         api_key = self._settings.llm_api_key
-        return ChatOpenAI(
-            model=model_name,
-            base_url=self._settings.llm_base_url,
-            api_key=api_key.get_secret_value() if api_key else "not-needed",
-            timeout=self._settings.llm_timeout_s,
-            max_retries=self._settings.llm_max_retries,
+        return openai_chat_model(
+            model_name,
+            self._settings.llm_base_url,
+            api_key.get_secret_value() if api_key else "not-needed",
+            self._settings.llm_timeout_s,
+            self._settings.llm_max_retries,
         )

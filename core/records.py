@@ -13,8 +13,28 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+ID_RANGE = range(-(2**63), 2**63)
+"""Every id a store can hold (user, message, topic, fact, person): SQLite's signed
+64-bit integers. A number outside it names nothing; it is an unknown id, refused
+like any other (a model's invented id, a forged button, `--user 2**63`)."""
+
 Role = Literal["user", "assistant"]
 FactType = Literal["identity", "context", "status"]
+MessageKind = Literal["conversation", "memory_only_answer", "command", "media_description"]
+"""What a stored message is. Only `conversation` becomes memory: it alone is archived into
+topics, searched (full-text and message vectors), summarised and recalled by auto-RAG.
+The others stay in the log, and the sliding window shows them: `memory_only_answer` (an
+answer quoting memory, written with no model: memory about memory), `command` (control,
+not conversation) and `media_description` (a label or description of a medium standing
+in for it)."""
+MESSAGE_KINDS: tuple[MessageKind, ...] = (
+    "conversation",
+    "memory_only_answer",
+    "command",
+    "media_description",
+)
+MEMORY_KIND: MessageKind = "conversation"
+"""The one kind that becomes memory."""
 
 
 class NewMessage(TypedDict):
@@ -25,6 +45,8 @@ class NewMessage(TypedDict):
     content: str
     created_at: str
     author: NotRequired[str | None]
+    kind: NotRequired[MessageKind]
+    """`conversation` when absent."""
 
 
 class MessageRow(TypedDict):
@@ -38,6 +60,7 @@ class MessageRow(TypedDict):
     ts: float
     topic_id: int | None
     segment: int
+    kind: MessageKind
 
 
 class TopicRow(TypedDict):
@@ -75,6 +98,38 @@ class PersonRow(TypedDict):
     updated_at: str
 
 
+class AttachmentRow(TypedDict):
+    """A document kept with its message: the message stores only its label."""
+
+    id: int
+    message_id: int
+    name: str
+    mime_type: str
+    content: str
+    created_at: str
+
+
+class PassageRow(TypedDict):
+    """One passage of an attachment's text, indexed like a message (full text, vectors)."""
+
+    id: int
+    attachment_id: int
+    message_id: int
+    position: int
+    content: str
+    name: str
+
+
+class MessageEditRow(TypedDict):
+    """One edit of a stored message: its text before and after."""
+
+    id: int
+    message_id: int
+    old_content: str
+    new_content: str
+    at: str
+
+
 class SessionSummaryRow(TypedDict):
     """The rolling summary of a segment's messages first_seq..last_seq (seed 003)."""
 
@@ -100,6 +155,11 @@ class AnswerRow(TypedDict):
     partial: bool
     context_used: dict[str, Any]
     created_at: str
+
+
+REPLY_PREFIX = "reply-to-"
+"""An answer's external id is this prefix and its question's row id: a resumed turn stores
+it once, and a question with no such answer was never answered."""
 
 
 def now_iso() -> str:

@@ -9,15 +9,12 @@ from __future__ import annotations
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 AgentName = Literal[
-    "splitter", "merger", "archivist", "enricher", "reranker", "responder", "summariser"
-]
-AGENTS: tuple[AgentName, ...] = (
     "splitter",
     "merger",
     "archivist",
@@ -25,7 +22,12 @@ AGENTS: tuple[AgentName, ...] = (
     "reranker",
     "responder",
     "summariser",
-)
+    "describer",
+]
+AGENTS: tuple[AgentName, ...] = get_args(AgentName)
+MULTIMODAL_AGENTS: frozenset[AgentName] = frozenset({"describer"})
+"""Agents sent images and audio: they get no model unless one is named for them (the
+default model may well read text only)."""
 
 
 class EmbeddingsProvider(StrEnum):
@@ -47,6 +49,12 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path("data"), description="SQLite, Chroma and checkpoints.")
     sqlite_busy_timeout_s: float = 10.0
     log_format: Literal["text", "json"] = "text"
+    ingest_max_bytes: int = Field(
+        default=256 * 1024 * 1024, gt=0, description="Largest saved session `topica ingest` reads."
+    )
+    ingest_max_line_bytes: int = Field(
+        default=16 * 1024 * 1024, gt=0, description="Longest line of a saved session."
+    )
 
     # Chat models: any OpenAI-compatible endpoint. No model = the non-LLM path.
     llm_base_url: str | None = None
@@ -61,6 +69,18 @@ class Settings(BaseSettings):
     reranker_model: str | None = None
     responder_model: str | None = None
     summariser_model: str | None = None
+    describer_model: str | None = Field(
+        default=None,
+        description="A multimodal model: describes photos, transcribes voice without an "
+        "endpoint. Not defaulted to llm_model.",
+    )
+
+    # Speech to text: an OpenAI-compatible `POST {base}/audio/transcriptions` (OpenAI,
+    # Groq, faster-whisper-server). Unset = the describer transcribes, or labels stay.
+    transcription_base_url: str | None = None
+    transcription_api_key: SecretStr | None = None
+    transcription_model: str = "whisper-1"
+    transcription_timeout_s: float = Field(default=60.0, gt=0)
 
     # Embeddings.
     embeddings_provider: EmbeddingsProvider = EmbeddingsProvider.LOCAL
@@ -74,6 +94,10 @@ class Settings(BaseSettings):
 
     # Archival (seed 000, "rag" section).
     chunk_interval: timedelta = timedelta(hours=1)
+    topic_max_gap: timedelta = Field(
+        default=timedelta(hours=6),
+        description="Messages further apart than this never share a chunk or a topic.",
+    )
     max_chunk_size: int = 400
     split_threshold_chars: int = 25_000
     consolidation_similarity_threshold: float = 0.85
@@ -83,6 +107,10 @@ class Settings(BaseSettings):
     # Retrieval (seed 000 "retrieval", seed 001 limits).
     topics_threshold: float = 0.60
     retrieved_topics_count: int = 50
+    relevance_floor: bool = Field(
+        default=True,
+        description="Off: the topic search returns its nearest topics however unrelated.",
+    )
 
     # The reranker (seed 001's `reranker_*` switches); disabled = the search order decides.
     reranker_enabled: bool = True
@@ -119,6 +147,10 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated Telegram user ids; empty = nobody."
     )
     turn_wait_s: float = Field(default=2.0, description="Quiet time that closes a message group.")
+    group_memory: bool = Field(
+        default=False,
+        description="Store allowed users' group messages in their memory (never answered).",
+    )
     webhook_url: str | None = Field(
         default=None, description="Public HTTPS URL for updates; unset = long polling."
     )
@@ -150,7 +182,7 @@ class Settings(BaseSettings):
             return [value]
         return value
 
-    @field_validator("chunk_interval", mode="before")
+    @field_validator("chunk_interval", "topic_max_gap", mode="before")
     @classmethod
     def _seconds_or_iso(cls, value: object) -> object:
         """`3600`, `"3600"` and `"PT1H"` all mean one hour."""
@@ -159,8 +191,10 @@ class Settings(BaseSettings):
         return value
 
     def model_for(self, agent: AgentName) -> str | None:
-        """The model an agent uses: its own override, else the default, else none."""
-        return getattr(self, f"{agent}_model") or self.llm_model
+        """The model an agent uses: its own override, else the default (not for a
+        multimodal agent), else none."""
+        own = getattr(self, f"{agent}_model")
+        return own if agent in MULTIMODAL_AGENTS else own or self.llm_model
 
     @property
     def sqlite_path(self) -> Path:

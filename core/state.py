@@ -9,13 +9,16 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from core.fallbacks import (
+    DescribeFallback,
     EnrichFallback,
     FactsFallback,
     MergeFallback,
     RerankFallback,
     RespondFallback,
+    SearchFallback,
     SplitFallback,
     SummaryFallback,
+    TranscribeFallback,
 )
 from core.records import AnsweredBy, FactType, MessageRow
 
@@ -40,6 +43,8 @@ class CoverageReport(TypedDict):
     overlaps_resolved: int
     uncovered: list[int]
     oversized_split: int
+    time_gap_split: int
+    """Topics cut where consecutive messages lie over `topic_max_gap` apart."""
     empty_summaries: int
     unknown_ids: int
 
@@ -91,6 +96,9 @@ class MemoryState(TypedDict):
     merges: NotRequired[list[MergeRecord]]
     merge_fallback: NotRequired[MergeFallback | None]
     facts: NotRequired[FactsReport]
+    resummarised: NotRequired[list[int]]
+    """Topics summarised again because their messages changed (edits, transcripts)."""
+    resummary_fallback: NotRequired[SplitFallback | None]
 
 
 class TopicCandidate(TypedDict):
@@ -168,6 +176,11 @@ class FactCandidate(TypedDict):
 T = TypeVar("T")
 
 
+def merge_texts(current: dict[int, str], new: dict[int, str]) -> dict[int, str]:
+    """Reducer of the media graph's texts: each node adds the texts it found."""
+    return {**(current or {}), **new}
+
+
 def latest(_current: T, new: T) -> T:
     """Reducer of a channel that one node owns: its newest write replaces the old value."""
     return new
@@ -178,7 +191,11 @@ class ResponseInput(TypedDict):
 
     text: str
     message_id: NotRequired[int | None]
-    """The stored row of `text`, kept out of the window and auto-RAG; None if not stored."""
+    """The stored row of `text`, kept out of the window and auto-RAG; absent or None when the
+    caller did not store it (Studio): the graph's first node stores it then."""
+    group_message_ids: NotRequired[list[int]]
+    """The stored rows of a grouped turn's earlier messages (bot/grouping.py), which `text`
+    holds already with the last one: kept out of the window and auto-RAG like it."""
     parts: NotRequired[list[dict]]
     """Media of the message as LangChain content blocks (`{"type": "image"|"audio",
     "base64", "mime_type"}`), sent to the responder with the text."""
@@ -196,6 +213,10 @@ class ResponseState(ResponseInput, total=False):
     fact_candidates: Annotated[list[FactCandidate], latest]
     message_hits: Annotated[list[list[int]], latest]
     """Message ids hit by full-text (BM25) search, best first, one list per query."""
+    search_fallback: SearchFallback | None
+    """Set when the vector store was down: the candidates are full-text search's alone."""
+    message_vector_hits: Annotated[list[list[int]], latest]
+    """Message ids nearest to each query's vector, best first, one list per query."""
     selected_topics: Annotated[list[SelectedTopic], latest]
     selected_people: Annotated[list[SelectedPerson], latest]
     rerank_fallback: RerankFallback | None
@@ -244,6 +265,8 @@ class RerankAnswer(TypedDict):
 
     topics: list[TopicPick]
     people: list[PersonPick]
+    unknown_ids: NotRequired[int]
+    """Ids past 64 bits, left out here: no record has one, and a checkpoint cannot hold it."""
 
 
 class RerankInput(TypedDict):
@@ -280,3 +303,32 @@ class RerankState(RerankInput, RerankOutput, total=False):
     tool_calls: int
     """Model replies that called the tool (parallel calls in one reply count once)."""
     answer: RerankAnswer
+
+
+class MediaItem(TypedDict):
+    """A voice message, an audio file or a photo of a stored message, downloaded."""
+
+    message_id: int
+    kind: Literal["audio", "image"]
+    name: str
+    mime_type: str
+    base64: str
+    label: str
+    """What the message stores on arrival: the media's label and the caption."""
+
+
+class MediaInput(TypedDict):
+    items: list[MediaItem]
+
+
+class MediaState(MediaInput, total=False):
+    """One run of the media graph: each item's text (transcript or description) by
+    message id, and the fallbacks taken."""
+
+    texts: Annotated[dict[int, str], merge_texts]
+    untranscribed: Annotated[list[int], latest]
+    """Audio items the transcription endpoint did not transcribe (their message ids)."""
+    transcribe_fallback: TranscribeFallback | None
+    describe_fallback: DescribeFallback | None
+    saved: list[int]
+    """The messages whose stored text now holds their transcript or description."""

@@ -2,15 +2,74 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from core.records import MessageRow, PersonRow, parse_timestamp
+
+PROMPT_TAGS = frozenset(
+    {
+        "caption", "chunk", "conversation", "old_summary", "current_message", "date",
+        "earlier_in_conversation",
+        "facts", "instruction", "known_facts", "known_people", "messages", "new_messages",
+        "output", "people", "people_candidates", "previous_summary", "protocol", "query",
+        "recalled_topics", "recent_messages", "rules", "session_summary", "summary",
+        "system", "topic", "topic_candidates", "tool", "user", "assistant", "user_profile",
+    }
+)  # fmt: skip
+"""The section tags the prompts (`prompts/`) are built of, and the role names a model
+might take for a tag; `tests/unit/test_neutralize.py` checks every prompt tag is here."""
+
+_LINE_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
+_TAG = re.compile(r"<(\s*/?\s*)([A-Za-z_][\w.:-]*)([^<>\n]{0,200})>")
+_LABEL_AT_LINE_START = re.compile(r"^([ \t]*)\[([^\[\]\n]{0,160})\](?=[ \t]*:)", re.MULTILINE)
+_SPEAKER_LABEL = re.compile(
+    r"\[((?:User|Assistant|System|Tool)\b[^\[\]\n]{0,160})\](?=[ \t]*:)", re.IGNORECASE
+)
+_ID_MARK = re.compile(r"\[(\s*(?:ID\s*:|P\s*:|id\s*=)\s*\d+\s*)\]", re.IGNORECASE)
+_HEADER_AT_LINE_START = re.compile(r"^([ \t]*)={3,}", re.MULTILINE)
+
+
+def _tag(match: re.Match[str]) -> str:
+    if match.group(2).lower() not in PROMPT_TAGS:
+        return match.group(0)
+    return f"‹{match.group(1)}{match.group(2)}{match.group(3)}›"
+
+
+def neutralize(text: str, *, keep_labels: bool = False) -> str:
+    """Data as it may enter a prompt: nothing in it can pass for the prompt's structure.
+
+    Stored text (messages, summaries, facts, people, excerpts, the model's reasons) is
+    pasted into system messages and tool results; without this, a message holding
+    `</recalled_topics><instruction>…</instruction>` would close its section and open the
+    app's own. The prompt's section tags become `‹…›`; transcript labels such as
+    `[User (Admin) (…)]:` at a line's start (every line break counts, `\u2028` too) or
+    naming a speaker anywhere, and id markers (`[ID:5]`, `[P:7]`, `[id=3]`) lose their
+    square brackets; a line starting with `===` (a topic header) starts with `≡≡≡`.
+    `keep_labels` leaves transcript labels alone (an excerpt the reranker copied from
+    transcript lines, whose own labels are the app's, and forged ones arrive neutralised).
+    Text without such things is returned unchanged."""
+    if not text:
+        return text
+    text = _LINE_BREAKS.sub("\n", text)
+    text = _TAG.sub(_tag, text)
+    if not keep_labels:
+        text = _LABEL_AT_LINE_START.sub(r"\1(\2)", text)
+        text = _SPEAKER_LABEL.sub(r"(\1)", text)
+    text = _ID_MARK.sub(r"(\1)", text)
+    return _HEADER_AT_LINE_START.sub(
+        lambda m: m.group(1) + "≡" * (len(m.group(0)) - len(m.group(1))), text
+    )
 
 
 def speaker(message: MessageRow) -> str:
     if message["role"] == "assistant":
         return "Assistant"
-    return f"User ({message['author']})" if message.get("author") else "User"
+    if not message.get("author"):
+        return "User"
+    # A name is one line with no square brackets: it cannot close the label it sits in.
+    name = " ".join(message["author"].split()).replace("[", "(").replace("]", ")")
+    return f"User ({neutralize(name)})"
 
 
 def short_time(iso: str) -> str:
@@ -18,12 +77,13 @@ def short_time(iso: str) -> str:
 
 
 def transcript(messages: Sequence[MessageRow], *, with_ids: bool = False) -> str:
-    """`[User (Alexei) (2026-03-02 09:14)]: text` lines, optionally prefixed by `[id=N]`."""
+    """`[User (Alexei) (2026-03-02 09:14)]: text` lines, optionally prefixed by `[id=N]`;
+    the text (and author) `neutralize`d, so a message cannot forge another line or tag."""
     lines = []
     for message in messages:
         prefix = f"[id={message['id']}] " if with_ids else ""
         when = short_time(message["created_at"])
-        lines.append(f"{prefix}[{speaker(message)} ({when})]: {message['content']}")
+        lines.append(f"{prefix}[{speaker(message)} ({when})]: {neutralize(message['content'])}")
     return "\n".join(lines)
 
 
@@ -53,4 +113,4 @@ def person_text(person: PersonRow, *, with_id: bool = False) -> str:
     prefix = f"[{person['id']}] " if with_id else ""
     aliases = f" aka {', '.join(person['aliases'])}" if person["aliases"] else ""
     circle = f" ({person['circle']})" if person["circle"] else ""
-    return f"{prefix}{person['name']}{aliases}{circle}: {person['bio'] or ''}"
+    return prefix + neutralize(f"{person['name']}{aliases}{circle}: {person['bio'] or ''}")

@@ -12,21 +12,16 @@ name (`langgraph_node`) itself.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langsmith import traceable
 
+from core.logs import user_key
 from core.metrics import GRAPH_METRICS
 
-_SALT = "topica-user:"
-
-
-def user_key(user_id: int) -> str:
-    """A stable pseudonym for a user id, safe to put in traces and thread ids."""
-    return hashlib.sha256(f"{_SALT}{user_id}".encode()).hexdigest()[:16]
+__all__ = ["run_config", "traced", "user_key"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,5 +1,7 @@
 """The memory graph: one chunk of a user's unarchived messages becomes topics.
 
+    START → resummarise ─(Splitter agent)→ load_chunk
+              └─no_model / api_error / …→ resummarise_extractive ┘
     load_chunk ─chunk→ split ─(Splitter agent)─────────────────→ validate → embed → save
          │               └─no_model / api_error / timeout / invalid_output→ segment ┘
          │                                                                        │
@@ -8,7 +10,8 @@
          └─facts_pending→ extract_facts ─(Archivist agent)→ END            │
                                 └─no_model / api_error / …→ defer_facts → END
 
-Every agent's non-LLM path is a labelled edge: the embedding segmentation, the
+First, topics whose messages changed since they were summarised (edits, transcripts) are
+summarised again. Every agent's non-LLM path is a labelled edge: the embedding segmentation, the
 similarity rule, and deferring fact extraction (facts are never invented). `validate`
 guarantees every message lands in exactly one topic whichever splitter ran. A run with
 no ready chunk goes straight to `extract_facts` when topics still wait for their facts
@@ -28,6 +31,7 @@ from nodes.memory.chunking import make_load_chunk, route_after_load
 from nodes.memory.coverage import make_validate
 from nodes.memory.facts import make_defer_facts, make_extract_facts
 from nodes.memory.merging import make_merge, make_merge_by_rule
+from nodes.memory.resummary import make_resummarise, make_resummarise_extractive
 from nodes.memory.splitter import make_segment, make_split
 from nodes.memory.topics import make_embed, make_save
 
@@ -36,6 +40,15 @@ AGENT_FALLBACK = edge_label(AgentFallbackReason)
 
 def build_memory_graph(deps: Deps) -> StateGraph:
     builder = StateGraph(MemoryState, input_schema=MemoryInput, context_schema=MemoryContext)
+    builder.add_node(
+        "resummarise",
+        make_resummarise(deps),
+        destinations={"load_chunk": "summaries", "resummarise_extractive": AGENT_FALLBACK},
+        retry_policy=STORAGE_RETRY,
+    )
+    builder.add_node(
+        "resummarise_extractive", make_resummarise_extractive(deps), retry_policy=STORAGE_RETRY
+    )
     builder.add_node("load_chunk", make_load_chunk(deps), retry_policy=STORAGE_RETRY)
     builder.add_node(
         "split",
@@ -61,7 +74,8 @@ def build_memory_graph(deps: Deps) -> StateGraph:
     )
     builder.add_node("defer_facts", make_defer_facts(deps), retry_policy=STORAGE_RETRY)
 
-    builder.add_edge(START, "load_chunk")
+    builder.add_edge(START, "resummarise")
+    builder.add_edge("resummarise_extractive", "load_chunk")
     builder.add_conditional_edges("load_chunk", route_after_load, ["split", "extract_facts", END])
     builder.add_edge("segment", "validate")
     builder.add_edge("validate", "embed")

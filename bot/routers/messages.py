@@ -1,5 +1,9 @@
 """Conversation: a closed group of messages becomes one turn of the response graph.
 
+Before the turn, what the group's files hold becomes memory (`remember_media`): documents
+are kept in passages with their messages, voice is transcribed and photos described by the
+media graph, and those texts join the messages' stored text and the turn's.
+
 By the time the handler runs, every message of the group is stored
 (`StoreIncomingMiddleware`), the group is closed and this chat's previous turn
 is done (`GroupingMiddleware`), and Telegram shows "typing…"
@@ -10,23 +14,36 @@ as a message, with its Sources button.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from aiogram import Bot, Router
-from aiogram.types import Message, MessageGenerationStopped
+from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
+from app.media import MediaDigester, edit_message, index_passages, keep_document, media_item
 from app.turns import OnText
 from bot.drafts import drafts_for
-from bot.media import prepare_group
-from bot.middlewares import GroupingMiddleware, external_id, is_conversation, stored_id
+from bot.grouping import MessageGrouper
+from bot.media import PreparedGroup, describe, prepare_group
+from bot.middlewares import (
+    GroupingMiddleware,
+    SeenMessages,
+    chat_prefix,
+    external_id,
+    is_conversation,
+    stored_id,
+    telegram_message_id,
+)
 from bot.routers.sources import sources_button
 from bot.sending import send_answer
-from bot.texts import Texts
+from bot.texts import Texts, texts_for
 from core.deps import Deps
 from core.metrics import MESSAGE_TELEGRAM
+from core.records import MessageRow
 from core.settings import Settings
 from core.tracing import user_key
 
@@ -44,8 +61,54 @@ class Turn(Protocol):
         *,
         parts: list[dict[str, Any]],
         external_id: str,
+        earlier_ids: Sequence[str] = (),
         on_text: OnText | None = None,
     ) -> dict[str, Any]: ...
+
+
+async def remember_media(
+    deps: Deps, digester: MediaDigester, user_id: int, prepared: PreparedGroup
+) -> None:
+    """Documents kept as memory (their vectors indexed after the answer, `index_later`);
+    voice and photos turned into their messages' text (in the store and in the turn's
+    text). A failure here costs the memory of the media, never the turn."""
+    stored = {}
+    for file, _ in [*prepared.documents, *prepared.media]:
+        row = await asyncio.to_thread(
+            deps.store.messages.by_external_id, user_id, external_id(file.message)
+        )
+        if row is not None:
+            stored[file.message.message_id] = row
+    for file, content in prepared.documents:
+        if (row := stored.get(file.message.message_id)) is not None:
+            await asyncio.to_thread(
+                keep_document, deps, user_id, row["id"], file.name, file.mime_type, content,
+                index=False,
+            )  # fmt: skip
+    items = [
+        media_item(row["id"], file.kind, file.name, file.mime_type, data, row["content"])
+        for file, data in prepared.media
+        if (row := stored.get(file.message.message_id)) is not None
+        and file.kind in ("audio", "image")
+    ]
+    if not items:
+        return
+    result = await digester.digest(user_id, items)
+    telegram_ids = {row["id"]: telegram_id for telegram_id, row in stored.items()}
+    for message_id, text in (result.get("texts") or {}).items():
+        prepared.add_text(telegram_ids[message_id], text)
+
+
+_indexing: set[asyncio.Task] = set()
+
+
+def index_later(deps: Deps, user_id: int) -> None:
+    """Index the documents' passages in the background, so a long document never delays
+    the answer nor the chat's next turn; if the process stops first, the vector queue
+    keeps them for the next indexing run (every memory run starts with one)."""
+    task = asyncio.create_task(asyncio.to_thread(index_passages, deps, user_id))
+    _indexing.add(task)
+    task.add_done_callback(_indexing.discard)
 
 
 async def on_group(
@@ -56,6 +119,7 @@ async def on_group(
     settings: Settings,
     texts: Texts,
     turn: Turn,
+    digester: MediaDigester,
 ) -> None:
     prepared = await prepare_group(
         bot,
@@ -68,6 +132,28 @@ async def on_group(
         await problem_message.reply(reply)
     if not prepared.usable:
         return
+    try:
+        await remember_media(deps, digester, message.from_user.id, prepared)
+    except Exception:
+        log.exception("media of user %s not kept as memory", user_key(message.from_user.id))
+    try:
+        await answer_group(message, group, bot, deps, settings, texts, turn, prepared)
+    finally:
+        if prepared.documents:
+            index_later(deps, message.from_user.id)
+
+
+async def answer_group(
+    message: Message,
+    group: list[Message],
+    bot: Bot,
+    deps: Deps,
+    settings: Settings,
+    texts: Texts,
+    turn: Turn,
+    prepared: PreparedGroup,
+) -> None:
+    """The turn over the group, its answer sent (streamed in a draft while written)."""
     async with drafts_for(bot, message, settings, deps.stops) as drafts:
         try:
             result = await turn(
@@ -75,24 +161,87 @@ async def on_group(
                 prepared.text,
                 parts=prepared.parts,
                 external_id=external_id(message),
+                earlier_ids=[
+                    external_id(item) for item in group if item.message_id != message.message_id
+                ],
                 on_text=drafts.update if drafts else None,
             )
         except Exception:
             log.exception("turn failed for user %s", user_key(message.from_user.id))
             result = None
+    await deliver(bot, message.chat.id, message.message_id, result, texts)
+
+
+async def deliver(
+    bot: Bot, chat_id: int, reply_to: int, result: dict[str, Any] | None, texts: Texts
+) -> None:
+    """Send a turn's answer (None: the turn failed) as a reply, with its Sources button."""
     if result is None:
-        await message.reply(texts.turn_failed)
+        await bot.send_message(
+            chat_id, texts.turn_failed, reply_parameters=ReplyParameters(message_id=reply_to)
+        )
         return
     buttons = sources_button(texts, result["answer_id"]) if result["answer_id"] else None
     started = time.perf_counter()
     await send_answer(
         bot,
-        message.chat.id,
+        chat_id,
         result["answer"] or texts.stopped_before_writing,
-        reply_to=message.message_id,
+        reply_to=reply_to,
         buttons=buttons,
     )
     MESSAGE_TELEGRAM.observe(time.perf_counter() - started)
+
+
+async def answer_unanswered(
+    bot: Bot,
+    deps: Deps,
+    user_ids: list[int],
+    grouper: MessageGrouper,
+    seen: SeenMessages,
+    turn: Turn,
+) -> list[asyncio.Task[None]]:
+    """At start-up: each user's private messages that were stored but never answered (the
+    bot stopped mid-turn) are answered now, as one turn, in a task each.
+
+    They are marked seen before this returns, so Telegram redelivering them once polling
+    starts is a duplicate; the turn holds the chat's turn lock, so new messages wait."""
+    tasks = []
+    for user_id in user_ids:
+        rows = await asyncio.to_thread(
+            deps.store.messages.unanswered, user_id, chat_prefix(user_id)
+        )
+        if not rows:
+            continue
+        for row in rows:
+            seen.add(row["external_id"])
+        log.warning(
+            "user %s: %d message(s) stored but never answered: answering them now",
+            user_key(user_id),
+            len(rows),
+        )
+        tasks.append(asyncio.create_task(_answer_rows(bot, user_id, rows, grouper, turn)))
+    return tasks
+
+
+async def _answer_rows(
+    bot: Bot, user_id: int, rows: list[MessageRow], grouper: MessageGrouper, turn: Turn
+) -> None:
+    last = rows[-1]["external_id"]
+    texts = texts_for(None)
+    async with grouper.turn_lock(user_id):
+        try:
+            result = await turn(
+                user_id,
+                "\n\n".join(row["content"] for row in rows),
+                parts=[],
+                external_id=last,
+                earlier_ids=[row["external_id"] for row in rows[:-1]],
+            )
+        except Exception:
+            log.exception("turn failed for user %s", user_key(user_id))
+            result = None
+        await deliver(bot, user_id, telegram_message_id(last), result, texts)
 
 
 async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:
@@ -101,10 +250,22 @@ async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:
     log.info("chat %s pressed stop: %s", user_key(event.chat.id), "stopped" if stopped else "late")
 
 
+async def on_edit(message: Message, deps: Deps, texts: Texts) -> None:
+    """An edited message: memory keeps its new text only (the old one in its history),
+    searched anew, and its topic is summarised again by the next memory run. The answer
+    already given stays; nothing is sent."""
+    row = await asyncio.to_thread(
+        edit_message, deps, message.from_user.id, external_id(message), describe(message, texts)
+    )
+    if row is None:
+        log.info("user %s edited a message that is not stored", user_key(message.from_user.id))
+
+
 def build_router() -> Router:
     router = Router(name="messages")
     router.message.middleware(GroupingMiddleware())
     router.message.middleware(ChatActionMiddleware())
     router.message.register(on_group, is_conversation, flags={"chat_action": "typing"})
+    router.edited_message.register(on_edit, is_conversation)
     router.stopped_message_generation.register(on_stop)
     return router

@@ -2,9 +2,17 @@
 
 Seed 000's triggers: a chunk ends at an inactivity gap of at least
 `chunk_interval`, at `max_chunk_size` messages, or when it would pass
-`split_threshold_chars`. The trailing chunk (the conversation still going on)
-is only ready once it has been quiet for `chunk_interval`, unless the run
-archives everything (a saved session).
+`split_threshold_chars`; and, whatever `chunk_interval` is set to, at a gap over
+`topic_max_gap`. Messages come in time order (`created_at`), not in the order they were
+stored, so an older session ingested after live chat is archived in its own time. The
+trailing chunk (the conversation still going on) is only ready once it has been quiet for
+`chunk_interval`, unless the run archives everything (a saved session).
+
+Why 6 hours for `topic_max_gap`: it is the length of a separate sitting. Pauses inside one
+sitting (a meal, a meeting, an errand) stay under it, so a subject picked up after lunch
+stays one topic; a night's sleep is longer, so yesterday's conversation and today's never
+share one. It bounds topics independently of `chunk_interval`, which only decides when
+archiving runs (raised, it batches work) and says nothing about what belongs together.
 """
 
 from __future__ import annotations
@@ -26,19 +34,20 @@ def next_chunk(
     messages: Sequence[MessageRow],
     *,
     interval_s: float,
+    max_gap_s: float = float("inf"),
     max_messages: int,
     max_chars: int,
     now_ts: float,
     archive_all: bool,
 ) -> list[MessageRow]:
-    """The first ready chunk of `messages` (ordered by seq), or [] when none is ready."""
+    """The first ready chunk of `messages` (in time order), or [] when none is ready."""
     chunk: list[MessageRow] = []
     chars = 0
     for message in messages:
         if chunk:
             gap = message["ts"] - chunk[-1]["ts"]
             too_big = len(chunk) >= max_messages or chars + len(message["content"]) > max_chars
-            if gap >= interval_s or too_big:
+            if gap >= interval_s or gap > max_gap_s or too_big:
                 return chunk
         chunk.append(message)
         chars += len(message["content"])
@@ -58,6 +67,7 @@ def make_load_chunk(deps: Deps):
         chunk = next_chunk(
             pending,
             interval_s=context.chunk_interval_s,
+            max_gap_s=context.topic_max_gap_s,
             max_messages=context.max_chunk_size,
             max_chars=context.split_threshold_chars,
             now_ts=context.now_ts if context.now_ts is not None else time.time(),

@@ -3,8 +3,12 @@
 Invariant: every message of the chunk ends in exactly one draft. Ranges are
 clamped to the chunk, overlaps go to the earlier topic, messages nobody
 claimed become "General conversation" topics, oversized topics are cut at
-message boundaries and proposals with an empty summary are rejected (their
-messages count as uncovered). Seed 000, "Edge cases".
+message boundaries, topics are cut where consecutive messages lie more than
+`topic_max_gap` apart (no topic spans days whatever the splitter said), and proposals
+with an empty summary are rejected (their messages count as uncovered). Seed 000,
+"Edge cases". The chunk is in time order, which need not be id order (an older session
+stored after newer messages): a proposal's range runs between the positions of its two
+ids in the chunk.
 """
 
 from __future__ import annotations
@@ -23,13 +27,17 @@ GENERAL_SUMMARY = "General conversation"
 
 
 def validate_coverage(
-    messages: Sequence[MessageRow], proposals: Sequence[TopicProposal], max_chars: int
+    messages: Sequence[MessageRow],
+    proposals: Sequence[TopicProposal],
+    max_chars: int,
+    max_gap_s: float = float("inf"),
 ) -> tuple[list[TopicDraft], CoverageReport]:
     report = CoverageReport(
         clamped=0,
         overlaps_resolved=0,
         uncovered=[],
         oversized_split=0,
+        time_gap_split=0,
         empty_summaries=0,
         unknown_ids=0,
     )
@@ -65,9 +73,15 @@ def validate_coverage(
         kept.append((run, f"{GENERAL_SUMMARY}: {quote}" if quote else GENERAL_SUMMARY))
 
     drafts: list[TopicDraft] = []
-    for positions, summary in sorted(kept, key=lambda item: item[0][0]):
-        pieces = _cut_to_size(positions, messages, max_chars)
-        if len(pieces) > 1:
+    for whole, summary in sorted(kept, key=lambda item: item[0][0]):
+        sittings = _cut_at_gaps(whole, messages, max_gap_s)
+        report["time_gap_split"] += len(sittings) > 1
+        pieces = [
+            piece
+            for positions in sittings
+            for piece in _cut_to_size(positions, messages, max_chars)
+        ]
+        if len(pieces) > len(sittings):
             report["oversized_split"] += 1
         for number, piece in enumerate(pieces, start=1):
             label = summary if len(pieces) == 1 else f"{summary} (part {number}/{len(pieces)})"
@@ -84,6 +98,13 @@ def _span(
     except (KeyError, TypeError, ValueError):
         report["unknown_ids"] += 1
         return None
+    position = {value: index for index, value in enumerate(ids)}
+    if start_id in position and end_id in position:
+        start, end = position[start_id], position[end_id]
+        if start > end:
+            start, end = end, start
+            report["clamped"] += 1
+        return start, end
     if start_id > end_id:
         start_id, end_id = end_id, start_id
         report["clamped"] += 1
@@ -110,6 +131,19 @@ def _runs(positions: list[int]) -> list[list[int]]:
     return runs
 
 
+def _cut_at_gaps(
+    positions: list[int], messages: Sequence[MessageRow], max_gap_s: float
+) -> list[list[int]]:
+    """Pieces of `positions` between which consecutive messages lie over `max_gap_s` apart."""
+    pieces: list[list[int]] = []
+    for position in positions:
+        if pieces and messages[position]["ts"] - messages[pieces[-1][-1]]["ts"] <= max_gap_s:
+            pieces[-1].append(position)
+        else:
+            pieces.append([position])
+    return pieces
+
+
 def _cut_to_size(
     positions: list[int], messages: Sequence[MessageRow], max_chars: int
 ) -> list[list[int]]:
@@ -132,6 +166,7 @@ def make_validate(_deps: object = None):
             state.get("chunk", []),
             state.get("proposals", []),
             runtime.context.split_threshold_chars,
+            runtime.context.topic_max_gap_s,
         )
         COVERAGE_GAPS.inc(len(report["uncovered"]))
         return {"drafts": drafts, "coverage": report}

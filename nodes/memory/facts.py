@@ -25,9 +25,10 @@ from core.errors import StoreError, VectorStoreUnavailable
 from core.fallbacks import AgentFallback
 from core.records import FactRow, FactType
 from core.state import FactsReport, MemoryState
-from core.text import clip, person_text, short_time, transcript
+from core.text import clip, neutralize, person_text, short_time, transcript
 from core.tracing import user_key
 from nodes.shared.agent import call_agent_json
+from nodes.shared.documents import with_documents
 from prompts import archivist as prompt
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class ArchivistOutput(BaseModel):
 
 
 def fact_text(fact: FactRow) -> str:
-    return f"[{fact['id']}] ({fact['type']}, {fact['importance']}) {fact['content']}"
+    return f"[{fact['id']}] ({fact['type']}, {fact['importance']}) {neutralize(fact['content'])}"
 
 
 def make_extract_facts(deps: Deps):
@@ -162,6 +163,8 @@ def make_extract_facts(deps: Deps):
         fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
         for topic in topics if fallback is None else []:
             messages = await asyncio.to_thread(store.messages.of_topic, user_id, topic["id"])
+            # Documents the messages carried are part of what the user told (issue 14).
+            messages = await asyncio.to_thread(with_documents, store, user_id, messages)
             facts = await asyncio.to_thread(store.facts.all_of, user_id)
             people = await asyncio.to_thread(store.people.all_of, user_id)
             request = [

@@ -27,7 +27,7 @@ from core.fallbacks import AgentFallback, MergeFallback
 from core.metrics import CONSOLIDATION_CANDIDATES, TOPICS_MERGED
 from core.records import TopicRow
 from core.state import MemoryState, MergeRecord
-from core.text import clip, short_time, transcript
+from core.text import clip, neutralize, short_time, transcript
 from nodes.shared.agent import call_agent_json
 from prompts import merger as prompt
 
@@ -88,11 +88,11 @@ def make_merger_judge(deps: Deps) -> Judge:
                 prompt.USER.format(
                     first_id=first["id"],
                     first_date=short_time(first["first_message_at"]),
-                    first_summary=first["summary"],
+                    first_summary=neutralize(first["summary"]),
                     first_messages=clip(transcript(first_messages), MESSAGES_CHARS_PER_TOPIC),
                     second_id=second["id"],
                     second_date=short_time(second["first_message_at"]),
-                    second_summary=second["summary"],
+                    second_summary=neutralize(second["summary"]),
                     second_messages=clip(transcript(second_messages), MESSAGES_CHARS_PER_TOPIC),
                 )
             ),

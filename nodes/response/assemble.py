@@ -39,11 +39,11 @@ from core.state import (
     UsedFact,
     UsedTopic,
 )
-from core.text import transcript
+from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.search import person_description
-from nodes.response.session_summary import SessionView, session_view
+from nodes.response.session_summary import SessionView, current_view
 from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import (
     CHARS_PER_TOKEN,
@@ -73,7 +73,7 @@ def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> La
     """The base prompt with the date and as many core facts as the system budget holds."""
     date = prompt_date(turn_moment(context))
     base = prompt.SYSTEM.format(date=date, profile="")
-    lines = [f"- [{fact['id']}] {fact['content']}" for fact in core_facts]
+    lines = [f"- [{fact['id']}] {neutralize(fact['content'])}" for fact in core_facts]
     kept = lines_within(lines, context.system_budget_tokens - tokens(base))
     text = prompt.SYSTEM.format(date=date, profile="\n".join(kept) or prompt.NO_PROFILE)
     return Layer(text, [fact["id"] for fact in core_facts[: len(kept)]])
@@ -81,7 +81,9 @@ def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> La
 
 def summary_section(summary: str, budget: int) -> str:
     frame = tokens(prompt.SUMMARY_SECTION.format(summary=""))
-    return prompt.SUMMARY_SECTION.format(summary=truncate_to_tokens(summary, budget - frame))
+    return prompt.SUMMARY_SECTION.format(
+        summary=truncate_to_tokens(neutralize(summary), budget - frame)
+    )
 
 
 def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> Layer[int]:
@@ -102,17 +104,23 @@ def topics_section(
     budget: int,
     message_hits: Sequence[Sequence[int]] = (),
     rrf_k: int = 60,
+    *,
+    vector_hits: Sequence[Sequence[int]] = (),
+    context: ResponseContext | None = None,
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
     Topics that fit are shown whole; when they do not all fit, each is cut to its
-    messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits`),
+    messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits` and
+    `vector_hits` under `context`'s weights),
     so the room goes to the answer-bearing messages of every topic rather than to the
     first topics' opening lines.
     """
     if not selected:
         return Layer("", [])
-    reasons = "\n".join(f"- Topic {topic['id']}: {topic['reason']}" for topic in selected)
+    reasons = "\n".join(
+        f"- Topic {topic['id']}: {neutralize(topic['reason'])}" for topic in selected
+    )
     max_chars = max(0, budget - tokens(reasons) - TOPICS_FRAME_TOKENS) * CHARS_PER_TOKEN
     topic_ids = [topic["id"] for topic in selected]
     given = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
@@ -120,7 +128,15 @@ def topics_section(
     content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
     if len(content) > max_chars:
         topic_ids, excerpts = relevant_excerpts(
-            store, user_id, topic_ids, message_hits, max_chars, rrf_k, given=given
+            store,
+            user_id,
+            topic_ids,
+            message_hits,
+            max_chars,
+            rrf_k,
+            given=given,
+            vector_lists=vector_hits,
+            context=context,
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
@@ -143,7 +159,8 @@ def people_section(
     for person in people:
         description = person_description(person["circle"], person["aliases"], person["bio"])
         detail = f" ({description})" if description else ""
-        lines.append(f"- {person['name']}{detail} — {reasons[person['id']]}")
+        reason = neutralize(reasons[person["id"]])
+        lines.append(f"- {neutralize(person['name'] + detail)} — {reason}")
     frame = tokens(prompt.PEOPLE_SECTION.format(people=""))
     kept = lines_within(lines, budget - frame)
     if not kept:
@@ -157,7 +174,7 @@ def facts_section(
 ) -> Layer[int]:
     facts = [fact for fact in candidates if fact["id"] not in core_ids]
     lines = [
-        f"- [{fact['id']}] {fact['type']}, {fact['importance']}: {fact['content']}"
+        f"- [{fact['id']}] {fact['type']}, {fact['importance']}: {neutralize(fact['content'])}"
         for fact in facts
     ]
     frame = tokens(prompt.FACTS_SECTION.format(facts=""))
@@ -200,6 +217,8 @@ def recalled_sections(
                 context.topics_budget_tokens,
                 state.get("message_hits") or [],
                 context.rrf_k,
+                vector_hits=state.get("message_vector_hits") or [],
+                context=context,
             ),
         ),
         (
@@ -228,6 +247,7 @@ def make_assemble(deps: Deps):
             return []
         summary = state.get("session_summary")
         shown = {message["id"] for message in view.window}
+        shown.update(state.get("group_message_ids") or ())
         if state.get("message_id") is not None:
             shown.add(state["message_id"])
         recalled = {topic["id"] for topic in state.get("selected_topics") or []}
@@ -243,9 +263,7 @@ def make_assemble(deps: Deps):
     async def assemble(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         context = runtime.context
         user_id = context.user_id
-        view = await asyncio.to_thread(
-            session_view, store, user_id, state.get("message_id"), context.sliding_window_messages
-        )
+        view = await asyncio.to_thread(current_view, deps, state, context)
         core_facts = await asyncio.to_thread(store.facts.core, user_id)
         system, core_used = system_prompt(core_facts, context)
         sections = await session_sections(state, context, view)

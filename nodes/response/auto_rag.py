@@ -1,6 +1,7 @@
 """Auto-RAG (seed 004): messages from earlier in the current segment relevant to this one.
 
-Hybrid search over the segment's messages (vectors and BM25, fused by RRF), without the
+Hybrid search over the segment's conversation (vectors and BM25, fused by RRF; never a
+memory-only answer, so those never quote each other), without the
 messages the context already shows (the sliding window, the recalled topics). A hit
 counts only when its cosine to the current message reaches `auto_rag_min_similarity`
 and it is not a short "ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The
@@ -15,8 +16,8 @@ import numpy as np
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.records import MessageRow
-from nodes.response.search import rrf_scores
+from core.records import MEMORY_KIND, MessageRow
+from nodes.response.search import VectorReads, rrf_scores
 from nodes.shared.budget import tokens
 
 
@@ -35,7 +36,8 @@ def relevant_earlier_messages(
     """
     user_id, limit = context.user_id, context.auto_rag_search_limit
     vector = deps.embedder.encode_query(text)
-    vector_hits = deps.vectors.query("messages", user_id, vector, limit, where={"segment": segment})
+    reads = VectorReads(deps.vectors, user_id)
+    vector_hits = reads.query("messages", vector, limit, where={"segment": segment})
     text_hits = deps.store.messages.search(user_id, text, limit, segment=segment)
     scores = rrf_scores(
         [
@@ -47,14 +49,14 @@ def relevant_earlier_messages(
     if not scores:
         return []
     similarity = dict(vector_hits)
-    unscored = [i for i in scores if i not in similarity]
-    for message_id, other in deps.vectors.vectors("messages", user_id, unscored).items():
-        similarity[message_id] = float(np.dot(vector, other))
     rows = {row["id"]: row for row in deps.store.messages.by_ids(user_id, list(scores))}
+    unscored = [rows[i] for i in scores if i not in similarity and i in rows]
+    for message_id, other in reads.message_vectors(deps.embedder, unscored).items():
+        similarity[message_id] = float(np.dot(vector, other))
     picked: list[MessageRow] = []
     for message_id in sorted(scores, key=lambda i: -scores[i]):
         row = rows.get(message_id)
-        if row is None or row["topic_id"] in exclude_topic_ids:
+        if row is None or row["kind"] != MEMORY_KIND or row["topic_id"] in exclude_topic_ids:
             continue
         if similarity.get(message_id, 0.0) < context.auto_rag_min_similarity:
             continue

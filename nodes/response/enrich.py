@@ -21,7 +21,7 @@ from core.fallbacks import AgentFallback
 from core.ports import Store
 from core.records import MessageRow
 from core.state import ResponseState
-from core.text import clip, transcript
+from core.text import clip, neutralize, transcript
 from nodes.shared.agent import call_agent
 from nodes.shared.clock import prompt_date, turn_moment
 from nodes.shared.structured import EmptyReplyError, message_text
@@ -69,7 +69,7 @@ def enricher_prompt(
             prompt.USER.format(
                 date=prompt_date(turn_moment(context)),
                 recent=transcript(recent) or prompt.NO_RECENT,
-                message=text,
+                message=neutralize(text),
             )
         ),
     ]

@@ -9,12 +9,18 @@ ones are kept (shown per topic, in conversation order):
   of the topic: the search's and the reranker's judgement of the stretch as a whole);
 - its rank in each full-text (BM25) message list of the turn's queries
   (`1 / (k + hit rank)`), the lists the search already fused into the topic ranking;
-- a share (`NEIGHBOUR_WEIGHT`) of the vote of a top-`NEIGHBOUR_HITS` hit right before or
-  after it in the topic: in a dialogue the message that matches the question's words is
-  often the question, and the answer is the reply next to it.
+- its rank in each vector list of the turn's queries (the messages nearest to the query's
+  vector, which the search fused too), at `VECTOR_WEIGHT` of a full-text vote: a reply
+  with none of the question's words can still be near it in meaning;
+- a share (`NEIGHBOUR_WEIGHT`) of the vote of a top-`NEIGHBOUR_HITS` hit (either kind)
+  right before or after it in the topic: in a dialogue the message that matches the
+  question's words is often the question, and the answer is the reply next to it.
 
 The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
 a few exact matches are worth more than context around them.
+
+The weights are the response context's `excerpt_*` fields, so a run (and the
+evaluation's leave-one-conversation-out view) can set them.
 
 On LoCoMo (`topica eval locomo`) the neighbours' share is what lifted recall at 2000
 tokens above BM25 on every conversation, and the lead what kept it above BM25 at 250
@@ -26,17 +32,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from core.context import ResponseContext
 from core.ports import Store
 from core.records import MessageRow
 from core.text import transcript
 from nodes.response.topic_content import EXCERPT_LABEL, topic_header
 
-NEIGHBOUR_HITS = 20
-"""Hits at or above this rank in a full-text list lend their neighbours a share."""
-NEIGHBOUR_WEIGHT = 0.7
+NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
+"""Hits at or above this rank in a message list lend their neighbours a share."""
+NEIGHBOUR_WEIGHT: float = ResponseContext.excerpt_neighbour_weight
 """The share of a hit's vote given to the message before it and the message after it."""
-LEAD_HITS = 3
+LEAD_HITS: int = ResponseContext.excerpt_lead_hits
 """How many of the best full-text hits lead the ranking."""
+VECTOR_WEIGHT: float = ResponseContext.excerpt_vector_weight
+"""A vector hit's vote, as a share of a full-text hit's at the same rank."""
 
 
 def rank_topic_messages(
@@ -45,13 +54,18 @@ def rank_topic_messages(
     k: int,
     *,
     lead: int = LEAD_HITS,
+    vector_lists: Sequence[Sequence[int]] = (),
+    vector_weight: float = VECTOR_WEIGHT,
+    neighbour_hits: int = NEIGHBOUR_HITS,
+    neighbour_weight: float = NEIGHBOUR_WEIGHT,
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
 
     `topics` are (topic id, its message ids in conversation order), best topic first;
-    `hit_lists` are ranked message-id lists (full-text hits per query); ids outside the
-    topics are ignored. The first `lead` are the topics' best hits (by rank, then list
-    order); the rest go by fused score, ties by topic rank, then conversation order.
+    `hit_lists` are ranked message-id lists (full-text hits per query), `vector_lists`
+    the vector hits, voting at `vector_weight`; ids outside the topics are ignored. The
+    first `lead` are the topics' best full-text hits (by rank, then list order); the rest
+    go by fused score, ties by topic rank, then conversation order.
     """
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
@@ -59,19 +73,21 @@ def rank_topic_messages(
         for index, message_id in enumerate(message_ids):
             place.setdefault(message_id, (topic_rank - 1, index))
             score[message_id] += 1.0 / (k + topic_rank)
-    for hits in hit_lists:
+    weighted = [(1.0, hits) for hits in hit_lists]
+    weighted += [(vector_weight, hits) for hits in vector_lists if vector_weight]
+    for weight, hits in weighted:
         for hit_rank, message_id in enumerate(hits, start=1):
             if message_id not in place:
                 continue
-            vote = 1.0 / (k + hit_rank)
+            vote = weight / (k + hit_rank)
             score[message_id] += vote
-            if hit_rank > NEIGHBOUR_HITS:
+            if hit_rank > neighbour_hits:
                 continue
             topic_index, index = place[message_id]
             members = topics[topic_index][1]
             for neighbour in (index - 1, index + 1):
                 if 0 <= neighbour < len(members):
-                    score[members[neighbour]] += NEIGHBOUR_WEIGHT * vote
+                    score[members[neighbour]] += neighbour_weight * vote
     best_hits = sorted(
         (rank, index, message_id)
         for index, hits in enumerate(hit_lists)
@@ -86,6 +102,18 @@ def rank_topic_messages(
     return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
 
 
+def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
+    """`rank_topic_messages`' keyword weights from a run's context (None: the defaults)."""
+    if context is None:
+        return {}
+    return {
+        "lead": context.excerpt_lead_hits,
+        "vector_weight": context.excerpt_vector_weight,
+        "neighbour_hits": context.excerpt_neighbour_hits,
+        "neighbour_weight": context.excerpt_neighbour_weight,
+    }
+
+
 def relevant_excerpts(
     store: Store,
     user_id: int,
@@ -95,13 +123,16 @@ def relevant_excerpts(
     k: int,
     *,
     given: Mapping[int, str] | None = None,
+    vector_lists: Sequence[Sequence[int]] = (),
+    context: ResponseContext | None = None,
 ) -> tuple[list[int], dict[int, str]]:
     """The user's topics among `topic_ids` cut to their most relevant messages.
 
     Returns the topics that keep something (in the given order) and an excerpt for each
     topic shown in part; topics absent from the excerpts are shown whole. A topic with
     an excerpt in `given` (the reranker's) keeps it and takes its room first. Ids of
-    other users' topics (and unknown ids) are skipped.
+    other users' topics (and unknown ids) are skipped. `context` gives the ranking's
+    weights (`excerpt_*`; None: the defaults).
     """
     given = dict(given or {})
     header_chars = {
@@ -120,6 +151,8 @@ def relevant_excerpts(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         hit_lists,
         k,
+        vector_lists=vector_lists,
+        **ranking_weights(context),
     )
     kept: dict[int, set[int]] = defaultdict(set)
     for topic_id, message_id in ranked:

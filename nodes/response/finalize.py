@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import ANOMALIES
-from core.records import AnsweredBy, NewMessage
+from core.records import REPLY_PREFIX, AnsweredBy, MessageKind, NewMessage
 from core.state import ContextUsed, ResponseState
 from nodes.shared.clock import turn_moment
 
@@ -81,7 +81,7 @@ def sanitize(text: str) -> tuple[str, list[str]]:
 
 def reply_external_id(message_id: int | None) -> str:
     """The stored answer's id: tied to the question's row, so a resumed run stores it once."""
-    return f"reply-to-{message_id}" if message_id is not None else f"reply-{uuid4().hex}"
+    return f"{REPLY_PREFIX}{message_id}" if message_id is not None else f"reply-{uuid4().hex}"
 
 
 def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
@@ -97,6 +97,7 @@ def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
 
 NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
 FALLBACKS = {
+    "search": "search_fallback",
     "enricher": "enrich_fallback",
     "summariser": "summary_fallback",
     "reranker": "rerank_fallback",
@@ -137,8 +138,14 @@ def store_answer(
         store.answers.record(
             user_id, message["id"], sources, answered_by=answered_by, partial=partial
         )
-    deps.indexer.index(user_id, "messages")
+    deps.indexer.index_later_if_down(user_id, "messages")
     return message["id"]
+
+
+def answer_kind(answered_by: AnsweredBy) -> MessageKind:
+    """A model's answer is conversation; the memory-only answer only quotes memory, so it
+    stays in the log (the window shows it) but never becomes memory itself."""
+    return "memory_only_answer" if answered_by == "memory" else "conversation"
 
 
 def make_finalize(deps: Deps):
@@ -148,12 +155,14 @@ def make_finalize(deps: Deps):
         count_anomalies(state, anomalies)
         if not answer:  # stopped by the user before the first word: nothing to keep
             return {"answer": "", "sanitized": anomalies, "answer_message_id": None}
+        answered_by = state.get("answered_by", "memory")
         reply = NewMessage(
             external_id=reply_external_id(state.get("message_id")),
             role="assistant",
             content=answer,
             created_at=turn_moment(context).isoformat(timespec="seconds"),
             author=ASSISTANT_NAME,
+            kind=answer_kind(answered_by),
         )
         message_id = await asyncio.to_thread(
             store_answer,
@@ -161,7 +170,7 @@ def make_finalize(deps: Deps):
             context.user_id,
             reply,
             answer_sources(state),
-            answered_by=state.get("answered_by", "memory"),
+            answered_by=answered_by,
             partial=bool(state.get("answer_partial")),
         )
         return {"answer": answer, "sanitized": anomalies, "answer_message_id": message_id}

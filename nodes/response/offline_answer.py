@@ -15,6 +15,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -22,12 +23,14 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.records import MessageRow
+from core.errors import VectorStoreUnavailable
+from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import FactCandidate, ResponseState, SelectedPerson, SelectedTopic
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
-from nodes.response.search import search_queries
+from nodes.response.search import VectorReads, search_queries
 from nodes.response.topic_content import topic_date
+from nodes.shared.documents import with_documents
 
 Language = Literal["ru", "en"]
 
@@ -121,16 +124,56 @@ def recall_topics(
     query_vectors = [deps.embedder.encode_query(query) for query in queries]
     recalled = []
     for topic in deps.store.topics.by_ids(user_id, [t["id"] for t in selected]):
-        messages = deps.store.messages.of_topic(user_id, topic["id"])
-        vectors = deps.vectors.vectors("messages", user_id, [m["id"] for m in messages])
+        # A topic archived before kinds existed may hold a memory-only answer: never quoted.
+        messages = [
+            m
+            for m in deps.store.messages.of_topic(user_id, topic["id"])
+            if m["kind"] == MEMORY_KIND
+        ]
+        vectors = VectorReads(deps.vectors, user_id).message_vectors(deps.embedder, messages)
         similarity = {
             message_id: max(float(np.dot(vector, query)) for query in query_vectors)
             for message_id, vector in vectors.items()
         }
+        messages = with_documents(
+            deps.store,
+            user_id,
+            messages,
+            partial(
+                closest_passage, deps, user_id, query_vectors=query_vectors, similarity=similarity
+            ),
+            inline=True,
+        )
         recalled.append(
             RecalledTopic(topic_date(topic), topic["summary"], best_quotes(messages, similarity))
         )
     return recalled
+
+
+def closest_passage(
+    deps: Deps,
+    user_id: int,
+    passages: list[PassageRow],
+    *,
+    query_vectors: Sequence[np.ndarray],
+    similarity: dict[int, float],
+) -> list[PassageRow]:
+    """The document passage closest to the question, which its message is quoted with
+    (its similarity becoming the message's, so a document can be the best quote)."""
+    try:
+        vectors = deps.vectors.vectors("passages", user_id, [p["id"] for p in passages])
+    except VectorStoreUnavailable:  # degraded: the first passage is quoted
+        vectors = {}
+    scored = {
+        passage_id: max(float(np.dot(vector, query)) for query in query_vectors)
+        for passage_id, vector in vectors.items()
+    }
+    if not scored:
+        return passages[:1]
+    best = max(passages, key=lambda p: scored.get(p["id"], -1.0))
+    message_id = best["message_id"]
+    similarity[message_id] = max(scored[best["id"]], similarity.get(message_id, -1.0))
+    return [best]
 
 
 def memory_answer(
@@ -169,13 +212,13 @@ def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> str:
     queries = search_queries(state["text"], state.get("query"))
     selected = state.get("selected_topics") or []
     topics = recall_topics(deps, user_id, selected, queries)
-    current = state.get("message_id")
+    current = [state.get("message_id"), *(state.get("group_message_ids") or ())]
     conversation = relevant_earlier_messages(
         deps,
         context,
         state["text"],
         deps.store.sessions.current_segment(user_id),
-        exclude_ids=() if current is None else (current,),
+        exclude_ids={i for i in current if i is not None},
         exclude_topic_ids={topic["id"] for topic in selected},
     )
     selected_people: Sequence[SelectedPerson] = state.get("selected_people") or []

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from core.context import ResponseContext
 from core.ports import Store
+from core.records import ID_RANGE
 from core.state import (
     PersonCandidate,
     RerankAnswer,
@@ -24,6 +25,7 @@ from core.state import (
     SelectedTopic,
     TopicCandidate,
 )
+from core.text import neutralize
 from nodes.response.topic_content import TOOL_NAME, size_label
 from nodes.shared.clock import prompt_date, turn_moment
 from nodes.shared.structured import LLMOutputError, parse_json_value
@@ -43,14 +45,15 @@ def format_topic_candidate(candidate: TopicCandidate) -> str:
     """`[ID:42] 2025-07-25 | 20 msgs, ~16K chars | summary` (seed 001's candidate format)."""
     return (
         f"[ID:{candidate['id']}] {candidate['date']} | {candidate['message_count']} msgs, "
-        f"{size_label(candidate['size_chars'])} | {one_line(candidate['summary'])}"
+        f"{size_label(candidate['size_chars'])} | {one_line(neutralize(candidate['summary']))}"
     )
 
 
 def format_person_candidate(person: PersonCandidate) -> str:
     """`[P:7] Name — description`."""
-    description = one_line(person["description"])
-    return f"[P:{person['id']}] {person['name']}" + (f" — {description}" if description else "")
+    description = one_line(neutralize(person["description"]))
+    name = one_line(neutralize(person["name"]))
+    return f"[P:{person['id']}] {name}" + (f" — {description}" if description else "")
 
 
 def build_prompt(
@@ -68,9 +71,10 @@ def build_prompt(
     )
     user = prompt.USER.format(
         date=prompt_date(turn_moment(context)),
-        query=state["query"].strip(),
-        user_message=state["user_message"].strip(),
-        profile="\n".join(f"- {one_line(fact)}" for fact in profile) or prompt.NO_PROFILE,
+        query=neutralize(state["query"].strip()),
+        user_message=neutralize(state["user_message"].strip()),
+        profile="\n".join(f"- {one_line(neutralize(fact))}" for fact in profile)
+        or prompt.NO_PROFILE,
         topic_count=len(candidates),
         candidates="\n".join(map(format_topic_candidate, candidates)) or prompt.NO_TOPICS,
         people_count=len(people),
@@ -124,12 +128,15 @@ def parse_answer(text: str) -> RerankAnswer:
         answer = FinalAnswer.model_validate(parse_json_value(text))
     except ValidationError as error:
         raise LLMOutputError(f"reranker answer does not match the format: {error}") from error
+    topics = [topic for topic in answer.topics if topic.id in ID_RANGE]
+    people = [person for person in answer.people if person.id in ID_RANGE]
     return RerankAnswer(
         topics=[
             {"id": topic.id, "reason": topic.reason.strip(), "excerpt": topic.excerpt}
-            for topic in answer.topics
+            for topic in topics
         ],
-        people=[{"id": person.id, "reason": person.reason.strip()} for person in answer.people],
+        people=[{"id": person.id, "reason": person.reason.strip()} for person in people],
+        unknown_ids=len(answer.topics) + len(answer.people) - len(topics) - len(people),
     )
 
 
@@ -138,14 +145,15 @@ def content_calls(reply: AIMessage) -> list[ToolCall]:
 
 
 def requested_topic_ids(reply: AIMessage) -> list[int]:
-    """Topic ids the reply asks to load, in the order asked (malformed ids skipped)."""
+    """Topic ids the reply asks to load, in the order asked (malformed ids, and ids past
+    64 bits, which no topic has, skipped)."""
     ids: list[int] = []
     for call in content_calls(reply):
         raw = call["args"].get("ids")
         for value in raw if isinstance(raw, list) else []:
             if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
                 ids.append(int(value))
-    return ids
+    return [topic_id for topic_id in ids if topic_id in ID_RANGE]
 
 
 # -- candidates and selections -------------------------------------------------------
@@ -195,7 +203,7 @@ def select_answer(
     """
     topics_by_id = {candidate["id"]: candidate for candidate in candidates}
     people_ids = {person["id"] for person in people_candidates}
-    dropped = 0
+    dropped = answer.get("unknown_ids", 0)
     topics: dict[int, SelectedTopic] = {}
     for pick in answer["topics"]:
         candidate = topics_by_id.get(pick["id"])

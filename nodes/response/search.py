@@ -6,7 +6,9 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
 - topic vectors at or above `topics_threshold` (cosine of "summary + conversation log");
 - BM25 over topic summaries;
 - BM25 over messages and message vectors: every archived message hit votes for its topic
-  at the hit's rank.
+  at the hit's rank;
+- BM25 over document passages and passage vectors: a passage votes for the topic of the
+  message that carried its document.
 
 Why message vectors: with the local USE embedder a short question rarely reaches 0.60
 against a whole topic's vector (on the example session no question does), while the one
@@ -17,17 +19,92 @@ are candidates by vector similarity alone.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.errors import VectorStoreUnavailable
 from core.metrics import SEARCH_RESULTS
-from core.ports import VectorKind
+from core.ports import VectorIndex, VectorKind
+from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
+from core.tracing import user_key
+from nodes.response.relevance import SIGNALS, Signal, best_scores, clears_floor, floors_of
 from nodes.response.topic_content import topic_date
+
+log = logging.getLogger(__name__)
+
+
+class VectorReads:
+    """One turn's reads of the vector index, degrading to nothing when it is down.
+
+    After the first failure every read answers empty at once (no second wait on a dead
+    server); `unavailable` holds the error, so the caller can say the turn went on with
+    full-text search alone."""
+
+    def __init__(self, vectors: VectorIndex, user_id: int) -> None:
+        self._vectors = vectors
+        self._user_id = user_id
+        self.unavailable: str | None = None
+
+    def _failed(self, error: VectorStoreUnavailable) -> None:
+        if self.unavailable is None:
+            log.warning(
+                "user %s: vectors unavailable, full-text search only: %s",
+                user_key(self._user_id),
+                error,
+            )
+        self.unavailable = str(error)
+
+    def query(
+        self,
+        kind: VectorKind,
+        vector: Any,
+        limit: int,
+        where: dict[str, Any] | None = None,
+    ) -> list[tuple[int, float]]:
+        if self.unavailable is not None:
+            return []
+        try:
+            return self._vectors.query(kind, self._user_id, vector, limit, where=where)
+        except VectorStoreUnavailable as error:
+            self._failed(error)
+            return []
+
+    def nearest(
+        self, kind: VectorKind, vectors: Sequence[Any], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """`VectorIndex.nearest` for this user, or no hits per query once the index is down."""
+        if self.unavailable is None:
+            try:
+                return self._vectors.nearest(kind, self._user_id, vectors, limit)
+            except VectorStoreUnavailable as error:
+                self._failed(error)
+        return [[] for _ in vectors]
+
+    def message_vectors(self, embedder: Any, messages: Sequence[MessageRow]) -> dict[int, Any]:
+        """The messages' vectors from the index; any the index cannot give (down, or not
+        indexed yet) are embedded here."""
+        found: dict[int, Any] = {}
+        if self.unavailable is None and messages:
+            try:
+                found = self._vectors.vectors(
+                    "messages", self._user_id, [m["id"] for m in messages]
+                )
+            except VectorStoreUnavailable as error:
+                self._failed(error)
+        missing = [m for m in messages if m["id"] not in found]
+        if missing:
+            encoded = embedder.encode([m["content"] for m in missing])
+            found.update({m["id"]: encoded[n] for n, m in enumerate(missing)})
+        return found
 
 
 def rrf_scores(ranked_lists: Iterable[Sequence[int]], k: int) -> dict[int, float]:
@@ -53,6 +130,119 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
     return list(queries.values())
 
 
+SEARCH_THREADS = 4
+"""The vector queries of a search (one per kind) run beside its full-text queries."""
+
+_pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS, thread_name_prefix="topica-search")
+
+
+def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
+    return {
+        "topics": context.retrieved_topics_count,
+        "messages": context.message_hits_count,
+        "facts": context.fact_candidates_count,
+        "people": context.people_candidates_count,
+        "passages": context.message_hits_count,
+    }
+
+
+@dataclass(frozen=True)
+class Hits:
+    """What one search found, per query (in the order of `queries`)."""
+
+    vectors: dict[VectorKind, list[list[tuple[int, float]]]]
+    """Nearest records of each kind searched: (id, cosine), best first."""
+    topic_scored: list[list[tuple[int, float]]]
+    """BM25 over topic summaries: (topic id, score), best first."""
+    message_scored: list[list[tuple[int, float]]]
+    """BM25 over messages: (message id, score), best first."""
+    passage_text: list[list[tuple[int, float]]]
+    """BM25 over document passages: (passage id, score), best first."""
+    vectors_down: bool = False
+    """The vector index failed during the search: its lists are empty, not searched."""
+
+    @property
+    def topic_text(self) -> list[list[int]]:
+        return [[i for i, _ in hits] for hits in self.topic_scored]
+
+    @property
+    def message_text(self) -> list[list[int]]:
+        return [[i for i, _ in hits] for hits in self.message_scored]
+
+    def signals(
+        self, archived: Container[int], message_of: Mapping[int, int] | None = None
+    ) -> dict[Signal, list[tuple[int, float]]]:
+        """Every scored hit of each relevance signal, all queries together.
+
+        A message hit counts only among `archived` (the user's messages filed in a topic),
+        as in the fusion: the conversation going on, the turn's own question included
+        (stored and indexed before the search, it is its own best hit), votes for no topic
+        and so is no evidence that memory holds anything on the turn. A passage hit counts
+        as a hit on the message that carried its document (`message_of`: passage id to
+        message id), as in the fusion: a document's text is what its message says."""
+        as_messages = message_of or {}
+
+        def passages(found: list[list[tuple[int, float]]]) -> list[list[tuple[int, float]]]:
+            return [[(as_messages[i], s) for i, s in hits if i in as_messages] for hits in found]
+
+        lists = {
+            "message_vectors": [
+                *self.vectors.get("messages", []),
+                *passages(self.vectors.get("passages", [])),
+            ],
+            "topic_vectors": self.vectors.get("topics", []),
+            "message_bm25": [*self.message_scored, *passages(self.passage_text)],
+            "topic_bm25": self.topic_scored,
+        }
+        messages = {"message_vectors", "message_bm25"}
+        return {
+            signal: [
+                hit
+                for hits in lists[signal]
+                for hit in hits
+                if signal not in messages or hit[0] in archived
+            ]
+            for signal in SIGNALS
+        }
+
+
+TOPIC_KINDS: tuple[VectorKind, ...] = ("topics", "messages", "passages")
+"""The vector kinds that vote for topics."""
+
+
+def find_hits(
+    deps: Deps,
+    context: ResponseContext,
+    queries: Sequence[str],
+    kinds: Sequence[VectorKind],
+    reads: VectorReads | None = None,
+) -> Hits:
+    """Every ranked list of a search, with one round trip per vector kind (all queries in
+    it) running concurrently with the full-text queries.
+
+    Each query is encoded once (the embedder's cache holds the turn's stored message, so
+    the raw text is not encoded again). Vector hits are ids only: they become records
+    through the user's relational rows.
+    """
+    user_id, limits = context.user_id, kind_limits(context)
+    reads = reads or VectorReads(deps.vectors, user_id)
+    vectors = [deps.embedder.encode_query(query) for query in queries]
+    pending = {kind: _pool.submit(reads.nearest, kind, vectors, limits[kind]) for kind in kinds}
+    store = deps.store
+    topic_scored = [
+        store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
+    ]
+    message_scored = [
+        store.messages.search(user_id, query, context.message_hits_count) for query in queries
+    ]
+    passage_text = [
+        store.attachments.search(user_id, query, context.message_hits_count) for query in queries
+    ]
+    vector_hits = {kind: future.result() for kind, future in pending.items()}
+    down = reads.unavailable is not None
+    return Hits(vector_hits, topic_scored, message_scored, passage_text, vectors_down=down)
+
+
 def topic_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[TopicCandidate]:
@@ -61,48 +251,83 @@ def topic_candidates(
 
 
 def topic_search(
-    deps: Deps, context: ResponseContext, queries: Sequence[str]
-) -> tuple[list[TopicCandidate], list[list[int]]]:
-    """The user's topics by fused score, and each query's full-text message hits.
+    deps: Deps,
+    context: ResponseContext,
+    queries: Sequence[str],
+    reads: VectorReads | None = None,
+) -> tuple[list[TopicCandidate], list[list[int]], list[list[int]]]:
+    """The user's topics by fused score, and each query's full-text and vector message hits."""
+    hits = find_hits(deps, context, queries, TOPIC_KINDS, reads)
+    candidates = fuse_topics(deps, context, hits)
+    if not candidates:
+        return [], [], []
+    return candidates, hits.message_text, message_vector_ids(hits)
+
+
+def relevant(
+    context: ResponseContext,
+    hits: Hits,
+    topic_of: dict[int, int | None],
+    message_of: Mapping[int, int] | None = None,
+) -> bool:
+    """False when the floor is on and no signal's best hit clears it: memory holds nothing
+    on this (no candidates, so the reranker is skipped).
+
+    `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
+    the passage hits to their messages. With the
+    vector index down the gate is open: the floors were calibrated on all four signals
+    together, and the full-text ones alone would turn away most questions memory holds
+    (the turn goes on with full-text search alone, every full-text hit voting)."""
+    if not context.relevance_floor or hits.vectors_down:
+        return True
+    archived = {message_id for message_id, topic_id in topic_of.items() if topic_id is not None}
+    return clears_floor(best_scores(hits.signals(archived, message_of)), floors_of(context))
+
+
+def message_vector_ids(hits: Hits) -> list[list[int]]:
+    return [[i for i, _ in found] for found in hits.vectors["messages"]]
+
+
+def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicCandidate]:
+    """The user's topics by fused score, best first, at most `retrieved_topics_count`; none
+    when the search is not `relevant` (the relevance floor).
 
     The threshold decides whether a topic vector hit enters the fusion; `vector_score`
     reports the topic's best cosine among the nearest topics either way (ties broken by it).
     The message hits (ids, best first, per query) are what `nodes.excerpts` ranks the
-    recalled topics' messages with.
+    recalled topics' messages with. Ids from the vector index count only once the user's
+    own rows confirm them (`topics_of`, `topics.by_ids` filter by `user_id`).
     """
-    store, vectors, user_id = deps.store, deps.vectors, context.user_id
+    store, user_id = deps.store, context.user_id
     ranked_lists: list[list[int]] = []
     cosine: dict[int, float] = {}
     message_lists: list[list[int]] = []
-    text_hits: list[list[int]] = []
-    for query in queries:
-        vector = deps.embedder.encode_query(query)
-        topic_hits = vectors.query("topics", user_id, vector, context.retrieved_topics_count)
+    for topic_hits, topic_text, message_hits, message_text in zip(
+        hits.vectors["topics"],
+        hits.topic_text,
+        hits.vectors["messages"],
+        hits.message_text,
+        strict=True,
+    ):
         for topic_id, similarity in topic_hits:
             cosine[topic_id] = max(similarity, cosine.get(topic_id, similarity))
         threshold = context.topics_threshold
         ranked_lists.append([i for i, similarity in topic_hits if similarity >= threshold])
-        ranked_lists.append(
-            [i for i, _ in store.topics.search(user_id, query, context.retrieved_topics_count)]
-        )
-        message_lists.append(
-            [i for i, _ in vectors.query("messages", user_id, vector, context.message_hits_count)]
-        )
-        text_hits.append(
-            [i for i, _ in store.messages.search(user_id, query, context.message_hits_count)]
-        )
-        message_lists.append(text_hits[-1])
-    topic_of = {
-        row["id"]: row["topic_id"]
-        for row in store.messages.by_ids(user_id, sorted({i for ids in message_lists for i in ids}))
-    }
+        ranked_lists.append(topic_text)
+        message_lists.append([i for i, _ in message_hits])
+        message_lists.append(message_text)
+    message_of = passage_messages(deps, user_id, hits)
+    message_lists.extend(passage_lists(hits, message_of))
+    topic_of = store.messages.topics_of(user_id, sorted({i for ids in message_lists for i in ids}))
+    if not relevant(context, hits, topic_of, message_of):
+        return []
     for message_ids in message_lists:
         # Unarchived messages (the conversation going on) have no topic to vote for.
         ranked_lists.append([topic_of[i] for i in message_ids if topic_of.get(i) is not None])
     scores = rrf_scores(ranked_lists, context.rrf_k)
     ranked = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
     topics = store.topics.by_ids(user_id, ranked[: context.retrieved_topics_count])
-    candidates = [
+    return [
         TopicCandidate(
             id=topic["id"],
             summary=topic["summary"],
@@ -114,31 +339,42 @@ def topic_search(
         )
         for topic in topics
     ]
-    return candidates, text_hits
 
 
-def nearest_records(
-    deps: Deps, kind: VectorKind, context: ResponseContext, queries: Sequence[str]
+def passage_messages(deps: Deps, user_id: int, hits: Hits) -> dict[int, int]:
+    """{passage id: id of the message that carried its document} of the passage hits the
+    user's own rows confirm."""
+    found = [*hits.vectors["passages"], *hits.passage_text]
+    rows = deps.store.attachments.passages_by_ids(
+        user_id, sorted({i for passages in found for i, _ in passages})
+    )
+    return {row["id"]: row["message_id"] for row in rows}
+
+
+def passage_lists(hits: Hits, message_of: Mapping[int, int]) -> list[list[int]]:
+    """The messages whose documents hold each query's passages nearest to it (vectors) and
+    matching it (BM25), best first: two ranked lists a query, a message once per passage."""
+    return [
+        [message_of[i] for i, _ in passages if i in message_of]
+        for pair in zip(hits.vectors["passages"], hits.passage_text, strict=True)
+        for passages in pair
+    ]
+
+
+def best_above(
+    per_query: Sequence[Sequence[tuple[int, float]]], threshold: float
 ) -> dict[int, float]:
-    """The user's facts or people nearest to any query, at or above the kind's threshold:
-    {id: best cosine}, best first."""
-    limit, threshold = {
-        "facts": (context.fact_candidates_count, context.facts_threshold),
-        "people": (context.people_candidates_count, context.people_threshold),
-    }[kind]
+    """{id: best cosine} of the hits at or above `threshold` for any query, best first."""
     best: dict[int, float] = {}
-    for query in queries:
-        vector = deps.embedder.encode_query(query)
-        for record_id, similarity in deps.vectors.query(kind, context.user_id, vector, limit):
+    for hits in per_query:
+        for record_id, similarity in hits:
             if similarity >= threshold:
                 best[record_id] = max(similarity, best.get(record_id, similarity))
     return dict(sorted(best.items(), key=lambda item: -item[1]))
 
 
-def fact_candidates(
-    deps: Deps, context: ResponseContext, queries: Sequence[str]
-) -> list[FactCandidate]:
-    score = nearest_records(deps, "facts", context, queries)
+def fact_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[FactCandidate]:
+    score = best_above(hits.vectors["facts"], context.facts_threshold)
     facts = deps.store.facts.by_ids(context.user_id, list(score))
     fields = ("id", "content", "type", "importance")
     return [FactCandidate(**{k: f[k] for k in fields}, score=score[f["id"]]) for f in facts]
@@ -149,10 +385,8 @@ def person_description(circle: str | None, aliases: Sequence[str], bio: str | No
     return "; ".join(part for part in parts if part)
 
 
-def people_candidates(
-    deps: Deps, context: ResponseContext, queries: Sequence[str]
-) -> list[PersonCandidate]:
-    score = nearest_records(deps, "people", context, queries)
+def people_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[PersonCandidate]:
+    score = best_above(hits.vectors["people"], context.people_threshold)
     return [
         PersonCandidate(
             id=person["id"],
@@ -166,14 +400,20 @@ def people_candidates(
 
 def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) -> dict:
     """The search node's update: topic, people and fact candidates of the user, and the
-    full-text message hits the context assembly picks topic excerpts with."""
-    candidates, text_hits = topic_search(deps, context, queries)
-    return {
-        "candidates": candidates,
-        "message_hits": text_hits,
-        "people_candidates": people_candidates(deps, context, queries),
-        "fact_candidates": fact_candidates(deps, context, queries),
+    full-text and vector message hits the context assembly picks topic excerpts with; with
+    the vector store down, what full-text search found, and `search_fallback` says so."""
+    reads = VectorReads(deps.vectors, context.user_id)
+    hits = find_hits(deps, context, queries, (*TOPIC_KINDS, "facts", "people"), reads)
+    found: dict[str, Any] = {
+        "candidates": fuse_topics(deps, context, hits),
+        "message_hits": hits.message_text,
+        "message_vector_hits": message_vector_ids(hits),
+        "people_candidates": people_candidates(deps, context, hits),
+        "fact_candidates": fact_candidates(deps, context, hits),
     }
+    if reads.unavailable is not None:
+        found["search_fallback"] = "vectors_unavailable"
+    return found
 
 
 def make_search(deps: Deps):

@@ -12,7 +12,7 @@ they do not all fit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,9 +24,9 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.fallbacks import AgentFallback
 from core.ports import Store
-from core.records import MessageRow, SessionSummaryRow
+from core.records import MEMORY_KIND, MessageRow, SessionSummaryRow
 from core.state import ResponseState
-from core.text import clip, short_time, transcript
+from core.text import clip, neutralize, short_time, transcript
 from nodes.shared.agent import call_agent
 from nodes.shared.budget import CHARS_PER_TOKEN
 from prompts import summariser as prompt
@@ -59,19 +59,40 @@ class SessionView:
 
 
 def session_view(
-    store: Store, user_id: int, message_id: int | None, window_size: int
+    store: Store,
+    user_id: int,
+    message_id: int | None,
+    window_size: int,
+    current_ids: Collection[int] = (),
 ) -> SessionView:
+    """`message_id` and `current_ids` (a grouped turn's earlier messages) are the current
+    message: none of them is history."""
     segment = store.sessions.current_segment(user_id)
-    history = [m for m in store.messages.of_segment(user_id, segment) if m["id"] != message_id]
-    unarchived = [m for m in history if m["topic_id"] is None]
-    split = max(0, len(unarchived) - window_size)
+    current = {message_id, *current_ids}
+    history = [m for m in store.messages.of_segment(user_id, segment) if m["id"] not in current]
+    live = live_messages(history)
+    split = max(0, len(live) - window_size)
     return SessionView(
         segment=segment,
         history_size=len(history),
         window_size=window_size,
-        window=unarchived[split:],
-        older_unarchived=unarchived[:split],
+        window=live[split:],
+        older_unarchived=[m for m in live[:split] if m["kind"] == MEMORY_KIND],
     )
+
+
+def live_messages(history: Sequence[MessageRow]) -> list[MessageRow]:
+    """The session's part not yet archived: the unarchived conversation and, among it, the
+    messages of other kinds (a memory-only answer), which are never archived themselves;
+    those older than the first unarchived conversation went with the conversation around
+    them. Only the conversation of it is summarised."""
+    first = next(
+        (i for i, m in enumerate(history) if m["kind"] == MEMORY_KIND and m["topic_id"] is None),
+        None,
+    )
+    if first is None:
+        return []
+    return [m for m in history[first:] if m["topic_id"] is None]
 
 
 def needs_refresh(
@@ -119,7 +140,7 @@ def summariser_request(
         ),
         HumanMessage(
             prompt.USER.format(
-                previous=previous["summary"] if previous else prompt.NO_PREVIOUS,
+                previous=neutralize(previous["summary"]) if previous else prompt.NO_PREVIOUS,
                 conversation=transcript(latest_within(fresh, SUMMARISER_INPUT_CHARS)),
             )
         ),
@@ -128,7 +149,11 @@ def summariser_request(
 
 def current_view(deps: Deps, state: ResponseState, context: ResponseContext) -> SessionView:
     return session_view(
-        deps.store, context.user_id, state.get("message_id"), context.sliding_window_messages
+        deps.store,
+        context.user_id,
+        state.get("message_id"),
+        context.sliding_window_messages,
+        state.get("group_message_ids") or (),
     )
 
 

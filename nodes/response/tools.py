@@ -20,6 +20,7 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import StoreError, VectorStoreUnavailable
 from core.records import FactRow, FactType
+from core.text import neutralize
 from core.tracing import user_key
 from nodes.response.search import topic_candidates
 from nodes.response.topic_content import make_get_topics_content_tool, render_topics_content
@@ -44,9 +45,9 @@ def search_history_result(deps: Deps, context: ResponseContext, query: str) -> s
     """The top topics for `query` in search order (no enrichment, no reranking)."""
     candidates = topic_candidates(deps, context, [query])[: context.rerank_max_topics]
     if not candidates:
-        return f"Nothing in the archive matches: {query}"
+        return f"Nothing in the archive matches: {neutralize(query)}"
     listing = "\n".join(
-        f"[ID:{candidate['id']}] {candidate['date']} | {candidate['summary']}"
+        f"[ID:{candidate['id']}] {candidate['date']} | {neutralize(candidate['summary'])}"
         for candidate in candidates
     )
     content = render_topics_content(
@@ -73,7 +74,7 @@ def make_search_history_tool(deps: Deps) -> BaseTool:
 
 
 def fact_line(fact: FactRow) -> str:
-    return f"[{fact['id']}] {fact['type']}, {fact['importance']}: {fact['content']}"
+    return f"[{fact['id']}] {fact['type']}, {fact['importance']}: {neutralize(fact['content'])}"
 
 
 def make_manage_memory_tool(deps: Deps) -> BaseTool:

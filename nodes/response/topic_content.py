@@ -20,7 +20,8 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.ports import Store
 from core.records import TopicRow, parse_timestamp
-from core.text import transcript
+from core.text import neutralize, transcript
+from nodes.shared.documents import with_documents
 
 TOOL_NAME = "get_topics_content"
 TOOL_DESCRIPTION = (
@@ -51,7 +52,7 @@ def topic_header(topic: TopicRow) -> str:
         f"=== Topic {topic['id']} ===\n"
         f"Date: {topic_date(topic)} | {topic['message_count']} msgs | "
         f"{size_label(topic['size_chars'])}\n"
-        f"Topic: {topic['summary']}"
+        f"Topic: {neutralize(topic['summary'])}"
     )
 
 
@@ -98,9 +99,9 @@ def render_topics_content(
     for topic in topics:
         header = topic_header(topic)
         if topic["id"] in excerpts:
-            entries = [f"{EXCERPT_LABEL}\n{excerpts[topic['id']]}"]
+            entries = [f"{EXCERPT_LABEL}\n{neutralize(excerpts[topic['id']], keep_labels=True)}"]
         else:
-            messages = store.messages.of_topic(user_id, topic["id"])
+            messages = with_documents(store, user_id, store.messages.of_topic(user_id, topic["id"]))
             entries = [transcript([message]) for message in messages]
         block: str | None = "\n".join([header, "", *entries])
         separator = 2 if blocks else 0

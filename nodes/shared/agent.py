@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
 from core.models import ModelRegistry
+from core.records import ID_RANGE
 from core.settings import AgentName
 from core.text import clip
 from core.tracing import user_key
@@ -74,6 +75,28 @@ def text_of(reply: AIMessage) -> str:
     return text
 
 
+def _within_64_bits(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if value in ID_RANGE else str(value)
+    if isinstance(value, dict):
+        return {key: _within_64_bits(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_within_64_bits(item) for item in value]
+    return value
+
+
+def checkpointable(reply: AIMessage) -> AIMessage:
+    """The reply with each integer of its tool calls' arguments past 64 bits written as a
+    string: a checkpoint (msgpack) cannot hold such an integer, so an id a model made up
+    would crash the turn. The tool then refuses it like any unknown id."""
+    if not reply.tool_calls:
+        return reply
+    calls = [{**call, "args": _within_64_bits(call["args"])} for call in reply.tool_calls]
+    return reply if calls == reply.tool_calls else reply.model_copy(update={"tool_calls": calls})
+
+
 Request = Sequence[BaseMessage] | Callable[[], Awaitable[Sequence[BaseMessage]]]
 """The messages to send, or an async function building them (only called when the agent
 has a model, so the non-LLM path never pays for reading its material)."""
@@ -107,6 +130,7 @@ async def call_agent(
             reply, stopped = await asyncio.wait_for(
                 stream_reply(runnable, messages, stop), timeout_s
             )
+        reply = checkpointable(reply)
         return AgentReply(reply, parse(reply), stopped)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"

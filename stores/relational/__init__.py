@@ -1,11 +1,12 @@
 """The relational store: messages, topics, facts (with history) and people in SQLite.
 
 One repository per entity over one shared connection (`Database`): `sessions` (users,
-segments, rolling summaries), `messages`, `topics`, `facts`, `people`, `answers` (what
-each answer was made from) and the `vector_queue` of records the vector index still
-lacks. Every public method takes the user id and every statement filters on it: one
-user's call can never read or change another user's rows. `atomic()` makes calls on
-several repositories one transaction.
+segments, rolling summaries), `messages` (with their edits), `topics`, `facts`, `people`,
+`answers` (what each answer was made from), `attachments` (documents kept as memory, in
+passages) and the `vector_queue` of records the vector index still lacks. Every public
+method takes the user id and every statement filters on it: one user's call can never
+read or change another user's rows. `atomic()` makes calls on several repositories one
+transaction.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stores.relational.answers import AnswerRepository
+from stores.relational.attachments import AttachmentRepository
 from stores.relational.database import Database
 from stores.relational.facts import FactRepository
 from stores.relational.messages import MessageRepository
@@ -35,6 +37,7 @@ class RelationalStore:
         self.facts = FactRepository(self.db)
         self.people = PeopleRepository(self.db)
         self.answers = AnswerRepository(self.db)
+        self.attachments = AttachmentRepository(self.db)
         self.vector_queue = VectorQueue(self.db)
 
     @property

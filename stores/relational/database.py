@@ -10,13 +10,28 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from stores.relational.rows import placeholders
+from core.errors import StoreError
+from stores.relational.rows import placeholders, stored_ids
 from stores.relational.schema import MIGRATIONS
+
+
+def statements(script: str) -> Iterator[str]:
+    """The SQL statements of a script, each whole (a trigger's body included)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending.strip()
+            pending = ""
+    if pending.strip(" \n;"):
+        raise ValueError(f"incomplete SQL statement: {pending.strip()[:80]!r}")
 
 
 class Database:
@@ -32,17 +47,49 @@ class Database:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-        self._migrate()
+        self._set_up(busy_timeout_s)
+
+    def _set_up(self, busy_timeout_s: float) -> None:
+        """WAL mode and the migrations, tried again while another process sets the file up.
+
+        While another connection switches a new file to WAL (or recovers its WAL index),
+        SQLite answers SQLITE_BUSY at once, without its busy handler (which could deadlock
+        there): seen as 1 `database is locked` in 24 processes opening 12 new data
+        directories in pairs. Both steps are idempotent, so they are simply run again
+        until the busy timeout has passed."""
+        deadline = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                if self.path != ":memory:":
+                    self._db.execute("PRAGMA journal_mode = WAL")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     def _migrate(self) -> None:
+        """Apply the migrations this file lacks, safe against other processes doing the same.
+
+        The version is read again inside the write transaction (`BEGIN IMMEDIATE` waits
+        for any other migrating process), so of two processes opening a new data
+        directory at once one migrates and the other finds the work done. The statements
+        run one by one: `executescript` would commit the transaction first."""
         with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                self._db.executescript(
-                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
-                )
+            if self.schema_version >= len(MIGRATIONS):
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                version = self.schema_version
+                for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                    for statement in statements(script):
+                        self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version = {number}")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -66,6 +113,9 @@ class Database:
             self._depth = 1
             try:
                 yield self._db
+            except OverflowError as error:
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"unknown id: {error}") from error
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -74,12 +124,19 @@ class Database:
             self._db.execute("COMMIT")
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """The rows of a query. A parameter outside SQLite's integer range matches no row:
+        no id can be that large (`core.records.ID_RANGE`)."""
         with self._lock:
-            return self._db.execute(sql, tuple(params)).fetchall()
+            try:
+                return self._db.execute(sql, tuple(params)).fetchall()
+            except OverflowError:
+                return []
 
     def by_ids(self, table: str, user_id: int, ids: Sequence[int]) -> list[sqlite3.Row]:
         """The user's rows of `table` among `ids`, in the order of `ids`; others' ids and
-        unknown ids are left out. Always by primary key (see `rows.placeholders`)."""
+        unknown ids (any outside SQLite's integers too) are left out. Always by primary key
+        (see `rows.placeholders`)."""
+        ids = stored_ids(ids)
         if not ids:
             return []
         found = self.rows(
@@ -91,6 +148,7 @@ class Database:
 
     def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
         """`statement` ending in `IN`, for the given ids, in its own transaction."""
+        ids = stored_ids(ids)
         if ids:
             with self.transaction() as db:
                 db.execute(f"{statement} ({placeholders(ids)})", (*params, *ids))

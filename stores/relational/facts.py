@@ -105,6 +105,14 @@ class FactRepository(Repository):
             raise StoreError(f"fact {fact_id} not found for user {user_id}")
         return fact_row(rows[0])
 
+    def of_topic(self, user_id: int, topic_id: int) -> list[FactRow]:
+        """The facts learnt from a topic (their source), most important first."""
+        rows = self._db.rows(
+            "SELECT * FROM facts WHERE user_id = ? AND topic_id = ? ORDER BY importance DESC, id",
+            (user_id, topic_id),
+        )
+        return [fact_row(row) for row in rows]
+
     def all_of(self, user_id: int) -> list[FactRow]:
         rows = self._db.rows(
             "SELECT * FROM facts WHERE user_id = ? ORDER BY importance DESC, id", (user_id,)

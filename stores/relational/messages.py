@@ -1,14 +1,33 @@
-"""Every message a user sent or received, in per-user order, with the topic it was archived into."""
+"""Every message a user sent or received, in per-user order, with the topic it was archived
+into and its kind: only `conversation` messages are archived and searched (core.records)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from core.records import MessageRow, NewMessage, parse_timestamp
+from core.errors import StoreError
+from core.records import (
+    MEMORY_KIND,
+    MESSAGE_KINDS,
+    REPLY_PREFIX,
+    MessageEditRow,
+    MessageRow,
+    NewMessage,
+    now_iso,
+    parse_timestamp,
+)
 from stores.fulltext import fts_match_expression
 from stores.relational.database import Repository
-from stores.relational.rows import ensure_user, mark_pending, message_row, placeholders, users_rows
+from stores.relational.rows import (
+    ensure_user,
+    mark_pending,
+    message_row,
+    placeholders,
+    plain_row,
+    stored_ids,
+    users_rows,
+)
 
 
 class MessageRepository(Repository):
@@ -27,11 +46,16 @@ class MessageRepository(Repository):
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE user_id = ?", (user_id,)
             ).fetchone()[0]
             new_ids: list[int] = []
+            indexed: list[int] = []  # only conversation gets a message vector
             for message in messages:
+                kind = message.get("kind", MEMORY_KIND)
+                if kind not in MESSAGE_KINDS:
+                    raise StoreError(f"unknown message kind {kind!r}")
                 cursor = db.execute(
                     """INSERT INTO messages
-                       (user_id, seq, external_id, role, author, content, created_at, ts, segment)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       (user_id, seq, external_id, role, author, content, created_at, ts, segment,
+                        kind)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                        ON CONFLICT (user_id, external_id) DO NOTHING""",
                     (
                         user_id,
@@ -43,15 +67,64 @@ class MessageRepository(Repository):
                         message["created_at"],
                         parse_timestamp(message["created_at"]).timestamp(),
                         segment,
+                        kind,
                     ),
                 )
                 if cursor.rowcount:
                     new_ids.append(cursor.lastrowid)
                     next_seq += 1
-            mark_pending(db, user_id, "messages", new_ids)
+                    if kind == MEMORY_KIND:
+                        indexed.append(cursor.lastrowid)
+            mark_pending(db, user_id, "messages", indexed)
         return self.by_ids(user_id, new_ids)
 
+    def rewrite(
+        self, user_id: int, message_id: int, content: str, *, edit: bool
+    ) -> MessageRow | None:
+        """Change a stored message's text: an edit by its author (`edit`: the change is
+        kept in `message_edits`) or what its media turned out to say (a transcript).
+
+        The full-text entry follows (a trigger), the vector is queued again, and the
+        message's topic, if archived, is marked for summarising again. None when the user
+        has no such message; the row unchanged when the text is the same.
+        """
+        with self._db.transaction() as db:
+            row = db.execute(
+                "SELECT content, topic_id FROM messages WHERE user_id = ? AND id = ?",
+                (user_id, message_id),
+            ).fetchone()
+            if row is None:
+                return None
+            if row["content"] != content:
+                db.execute(
+                    "UPDATE messages SET content = ? WHERE user_id = ? AND id = ?",
+                    (content, user_id, message_id),
+                )
+                if edit:
+                    db.execute(
+                        "INSERT INTO message_edits (user_id, message_id, old_content, "
+                        "new_content, at) VALUES (?, ?, ?, ?, ?)",
+                        (user_id, message_id, row["content"], content, now_iso()),
+                    )
+                mark_pending(db, user_id, "messages", [message_id])
+                if row["topic_id"] is not None:
+                    db.execute(
+                        "INSERT OR IGNORE INTO stale_topics (user_id, topic_id) VALUES (?, ?)",
+                        (user_id, row["topic_id"]),
+                    )
+        return self.by_ids(user_id, [message_id])[0]
+
+    def edits(self, user_id: int, message_id: int | None = None) -> list[MessageEditRow]:
+        """The message's edits (every message's, without one), oldest first."""
+        sql, params = "SELECT * FROM message_edits WHERE user_id = ?", [user_id]
+        if message_id is not None:
+            sql += " AND message_id = ?"
+            params.append(message_id)
+        rows = self._db.rows(sql + " ORDER BY id", params)
+        return [MessageEditRow(**plain_row(row)) for row in rows]
+
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[MessageRow]:
+        ids = stored_ids(ids)
         if not ids:
             return []
         rows = self._db.rows(
@@ -68,8 +141,33 @@ class MessageRepository(Repository):
         )
         return message_row(rows[0]) if rows else None
 
+    def unanswered(self, user_id: int, external_prefix: str) -> list[MessageRow]:
+        """The user's messages under `external_prefix` (one chat's) that no answer covers:
+        those after the last question of that chat that has an answer (`REPLY_PREFIX`).
+        A turn answers a group of quick messages with one answer to its last message, so
+        everything before an answered question is answered."""
+        pattern = (
+            external_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        )
+        rows = self._db.rows(
+            """SELECT * FROM messages WHERE user_id = ? AND role = 'user'
+               AND external_id LIKE ? ESCAPE '\\' AND seq > COALESCE((
+                   SELECT MAX(q.seq) FROM messages q JOIN messages a
+                   ON a.user_id = q.user_id AND a.external_id = ? || q.id
+                   WHERE q.user_id = ? AND q.external_id LIKE ? ESCAPE '\\'), 0)
+               ORDER BY seq""",
+            (user_id, pattern, REPLY_PREFIX, user_id, pattern),
+        )
+        return [message_row(row) for row in rows]
+
     def unarchived(self, user_id: int, limit: int | None = None) -> list[MessageRow]:
-        sql = "SELECT * FROM messages WHERE user_id = ? AND topic_id IS NULL ORDER BY seq"
+        """The user's conversation not yet in a topic, in time order (created_at, then id),
+        whatever order it was stored in: an older session ingested after live chat comes
+        first. Other kinds are never archived, so they are never waiting."""
+        sql = (
+            "SELECT * FROM messages WHERE user_id = ? AND topic_id IS NULL "
+            f"AND kind = '{MEMORY_KIND}' ORDER BY ts, id"
+        )
         params: list[Any] = [user_id]
         if limit is not None:
             sql += " LIMIT ?"
@@ -80,9 +178,22 @@ class MessageRepository(Repository):
         """(user id, unarchived count, time of the newest unarchived message) per user."""
         rows = self._db.rows(
             "SELECT user_id, COUNT(*), MAX(ts) FROM messages WHERE topic_id IS NULL "
-            "GROUP BY user_id ORDER BY user_id"
+            f"AND kind = '{MEMORY_KIND}' GROUP BY user_id ORDER BY user_id"
         )
         return [(row[0], row[1], row[2]) for row in rows]
+
+    def topics_of(self, user_id: int, ids: Sequence[int]) -> dict[int, int | None]:
+        """{message id: its topic id (None while unarchived)} of the user's conversation
+        messages among `ids`; others' ids, unknown ids and other kinds (which are never
+        archived: a vector left from before kinds) are left out."""
+        if not ids:
+            return {}
+        rows = self._db.rows(
+            f"SELECT id, topic_id FROM messages WHERE +user_id = ? AND kind = '{MEMORY_KIND}' "
+            f"AND id IN ({placeholders(ids)})",
+            (user_id, *ids),
+        )
+        return {row[0]: row[1] for row in rows}
 
     def of_topic(self, user_id: int, topic_id: int) -> list[MessageRow]:
         """A topic's messages: those whose `topic_id` points at it, never its range."""
@@ -95,12 +206,13 @@ class MessageRepository(Repository):
     def external_ids_by_topic(self, user_id: int, topic_ids: Sequence[int]) -> dict[int, list[str]]:
         """External ids of each topic's member messages, in order."""
         result: dict[int, list[str]] = {topic_id: [] for topic_id in topic_ids}
-        if not topic_ids:
+        known = stored_ids(topic_ids)
+        if not known:
             return result
         rows = self._db.rows(
             f"SELECT topic_id, external_id FROM messages WHERE user_id = ? "
-            f"AND topic_id IN ({placeholders(topic_ids)}) ORDER BY seq",
-            (user_id, *topic_ids),
+            f"AND topic_id IN ({placeholders(known)}) ORDER BY seq",
+            (user_id, *known),
         )
         for row in rows:
             result[row[0]].append(row[1])
@@ -134,7 +246,7 @@ class MessageRepository(Repository):
     def search(
         self, user_id: int, text: str, limit: int, segment: int | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 full-text search over the user's messages: (message id, score), best first.
+        """BM25 full-text search over the user's conversation: (message id, score), best first.
 
         The score is FTS5's bm25 negated, so larger is better.
         """
@@ -144,7 +256,7 @@ class MessageRepository(Repository):
         sql = (
             "SELECT m.id, -bm25(messages_fts, 1.0, 0.0) AS score FROM messages_fts "
             "JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user_id = ?"
+            f"WHERE messages_fts MATCH ? AND m.user_id = ? AND m.kind = '{MEMORY_KIND}'"
         )
         params: list[Any] = [users_rows(user_id, "content", expression), user_id]
         if segment is not None:

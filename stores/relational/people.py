@@ -103,6 +103,14 @@ class PeopleRepository(Repository):
             mark_pending(db, user_id, "people", [target_id, source_id])
         return self.get(user_id, target_id)
 
+    def delete(self, user_id: int, person_id: int) -> PersonRow:
+        """Forget a person (the user asked for it); their vector goes through the queue."""
+        old = self.get(user_id, person_id)
+        with self._db.transaction() as db:
+            db.execute("DELETE FROM people WHERE user_id = ? AND id = ?", (user_id, person_id))
+            mark_pending(db, user_id, "people", [person_id])
+        return old
+
     def get(self, user_id: int, person_id: int) -> PersonRow:
         rows = self._db.rows(
             "SELECT * FROM people WHERE user_id = ? AND id = ?", (user_id, person_id)

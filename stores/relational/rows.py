@@ -8,7 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import StoreError
-from core.records import FactRow, MessageRow, PersonRow, TopicRow, now_iso, parse_timestamp
+from core.records import (
+    ID_RANGE,
+    FactRow,
+    MessageRow,
+    PersonRow,
+    TopicRow,
+    now_iso,
+    parse_timestamp,
+)
 
 
 def ensure_user(db: sqlite3.Connection, user_id: int) -> None:
@@ -25,6 +33,11 @@ def users_rows(user_id: int, column: str, expression: str) -> str:
     tokenizer reads `-5` as `5`.
     """
     return f"user_id : {abs(int(user_id))} AND {column} : ({expression})"
+
+
+def stored_ids(ids: Sequence[int]) -> list[int]:
+    """`ids` less those no row can have (outside SQLite's signed 64-bit integers)."""
+    return [record_id for record_id in ids if record_id in ID_RANGE]
 
 
 def placeholders(values: Sequence[Any]) -> str:

@@ -184,4 +184,90 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX answers_user ON answers(user_id, message_id);
     """,
+    # 6: memory of what messages carry and of what changed in them (issue 14).
+    # - `attachments`: a document's text, kept with its message (which stores only its
+    #   label), split into `passages` that are indexed like messages (full text here,
+    #   vectors through the queue, whose kinds gain 'passages'). Both go with the message.
+    # - `message_edits`: every edit of a stored message (the old and the new text); the
+    #   message's full-text entry follows its content on update.
+    # - `stale_topics`: topics whose messages changed since they were summarised; the
+    #   memory graph summarises them again and clears the mark.
+    """
+    CREATE TABLE attachments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX attachments_message ON attachments(user_id, message_id);
+    CREATE TABLE passages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        attachment_id INTEGER NOT NULL REFERENCES attachments(id) ON DELETE CASCADE,
+        message_id INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        content TEXT NOT NULL CHECK (length(trim(content)) > 0),
+        UNIQUE (attachment_id, position)
+    );
+    CREATE INDEX passages_message ON passages(user_id, message_id);
+    CREATE TABLE message_edits (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        old_content TEXT NOT NULL,
+        new_content TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX message_edits_message ON message_edits(user_id, message_id);
+    CREATE TABLE stale_topics (
+        user_id INTEGER NOT NULL,
+        topic_id INTEGER NOT NULL REFERENCES topics(id) ON DELETE CASCADE,
+        PRIMARY KEY (user_id, topic_id)
+    );
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, user_id)
+        VALUES ('delete', old.id, old.content, old.user_id);
+        INSERT INTO messages_fts(rowid, content, user_id)
+        VALUES (new.id, new.content, new.user_id);
+    END;
+    CREATE TABLE vector_pending_new (
+        user_id INTEGER NOT NULL,
+        kind TEXT NOT NULL
+            CHECK (kind IN ('topics', 'facts', 'people', 'messages', 'passages')),
+        record_id INTEGER NOT NULL,
+        PRIMARY KEY (user_id, kind, record_id)
+    );
+    INSERT INTO vector_pending_new SELECT user_id, kind, record_id FROM vector_pending;
+    DROP TABLE vector_pending;
+    ALTER TABLE vector_pending_new RENAME TO vector_pending;
+    """
+    + _full_text_index("passages", "content", "user_id"),
+    # 7: each message's kind (core.records.MessageKind). Only 'conversation' becomes memory;
+    # answers written from memory alone with no model (answered_by 'memory') are
+    # recognised by their answer record and marked. Unarchived messages are read in time
+    # order (created_at, then id), whatever the order they were stored in. The marked
+    # answers are queued for the vector index, which drops the vectors of other kinds.
+    """
+    ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT 'conversation'
+        CHECK (kind IN ('conversation', 'memory_only_answer', 'command', 'media_description'));
+    UPDATE messages SET kind = 'memory_only_answer'
+        WHERE id IN (SELECT message_id FROM answers WHERE answered_by = 'memory');
+    INSERT OR IGNORE INTO vector_pending (user_id, kind, record_id)
+        SELECT user_id, 'messages', id FROM messages WHERE kind != 'conversation';
+    DROP INDEX messages_unarchived;
+    CREATE INDEX messages_unarchived ON messages(user_id, ts, id)
+        WHERE topic_id IS NULL AND kind = 'conversation';
+    """,
+    # 8: which embedder made the vector index (`stores.indexing`): a store opened with
+    # another one says so and `topica reindex` rebuilds it, instead of silently finding
+    # nothing (collections are named after the embedder).
+    """
+    CREATE TABLE vector_index (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.errors import StoreError
-from core.records import TopicRow, now_iso
+from core.records import MEMORY_KIND, TopicRow, now_iso
 from stores.fulltext import fts_match_expression
 from stores.relational.database import Repository
 from stores.relational.rows import mark_pending, placeholders, timestamp, topic_row, users_rows
@@ -25,12 +25,14 @@ class TopicRepository(Repository):
                 if not summary.strip():
                     raise StoreError("a topic needs a non-empty summary")
                 rows = db.execute(
-                    f"SELECT id, content, created_at, ts, topic_id FROM messages "
+                    f"SELECT id, content, created_at, ts, topic_id, kind FROM messages "
                     f"WHERE +user_id = ? AND id IN ({placeholders(member_ids)}) ORDER BY seq",
                     (user_id, *member_ids),
                 ).fetchall()
                 if len(rows) != len(set(member_ids)):
                     raise StoreError(f"topic members are not all messages of user {user_id}")
+                if any(row["kind"] != MEMORY_KIND for row in rows):
+                    raise StoreError("only conversation becomes a topic, not other kinds")
                 free = [row for row in rows if row["topic_id"] is None]
                 if not free:
                     saved.extend(dict.fromkeys(row["topic_id"] for row in rows))
@@ -172,13 +174,57 @@ class TopicRepository(Repository):
                     (user_id, topic_id),
                 )
             ]
+            passage_ids = [
+                row[0]
+                for row in db.execute(
+                    f"SELECT id FROM passages WHERE user_id = ? "
+                    f"AND message_id IN ({placeholders(message_ids)})",
+                    (user_id, *message_ids),
+                )
+            ]
             db.execute(
                 "DELETE FROM messages WHERE user_id = ? AND topic_id = ?", (user_id, topic_id)
             )
+            mark_pending(db, user_id, "passages", passage_ids)
             db.execute("DELETE FROM topics WHERE user_id = ? AND id = ?", (user_id, topic_id))
             # The vector index forgets them too: the indexer deletes queued ids it cannot find.
             mark_pending(db, user_id, "topics", [topic_id])
             mark_pending(db, user_id, "messages", message_ids)
+
+    def stale(self, user_id: int) -> list[TopicRow]:
+        """Topics whose messages changed (an edit, a transcript) since they were summarised."""
+        rows = self._db.rows(
+            "SELECT t.* FROM topics t JOIN stale_topics s ON s.topic_id = t.id "
+            "WHERE s.user_id = ? AND t.user_id = ? ORDER BY t.id",
+            (user_id, user_id),
+        )
+        return [topic_row(row) for row in rows]
+
+    def users_with_stale(self) -> list[int]:
+        return [row[0] for row in self._db.rows("SELECT DISTINCT user_id FROM stale_topics")]
+
+    def resummarise(self, user_id: int, topic_id: int, summary: str) -> TopicRow:
+        """A stale topic summarised again: the new summary and size, the mark cleared, the
+        topic's vector queued (its text is the summary and its messages)."""
+        if not summary.strip():
+            raise StoreError("a topic needs a non-empty summary")
+        with self._db.transaction() as db:
+            size = db.execute(
+                "SELECT COALESCE(SUM(length(content)), 0) FROM messages "
+                "WHERE user_id = ? AND topic_id = ?",
+                (user_id, topic_id),
+            ).fetchone()[0]
+            cursor = db.execute(
+                "UPDATE topics SET summary = ?, size_chars = ? WHERE user_id = ? AND id = ?",
+                (summary.strip(), size, user_id, topic_id),
+            )
+            if not cursor.rowcount:
+                raise StoreError(f"topic {topic_id} not found for user {user_id}")
+            db.execute(
+                "DELETE FROM stale_topics WHERE user_id = ? AND topic_id = ?", (user_id, topic_id)
+            )
+            mark_pending(db, user_id, "topics", [topic_id])
+        return self.get(user_id, topic_id)
 
     def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over the user's topic summaries: (topic id, score), best first."""

@@ -103,12 +103,17 @@ async def start_bot(make_deps: Callable[..., Deps]) -> AsyncIterator[Callable[..
         real_turn = make_turn(deps, checkpointer)
         turns: list[dict[str, Any]] = []
 
-        async def recorded_turn(user_id, text, *, parts, external_id, on_text=None):
+        async def recorded_turn(user_id, text, *, parts, external_id, earlier_ids=(), on_text=None):
             record = {"user_id": user_id, "text": text, "parts": parts, "external_id": external_id}
             turns.append(record)
             record["started"] = time.monotonic()
             record["result"] = await real_turn(
-                user_id, text, parts=parts, external_id=external_id, on_text=on_text
+                user_id,
+                text,
+                parts=parts,
+                external_id=external_id,
+                earlier_ids=earlier_ids,
+                on_text=on_text,
             )
             record["finished"] = time.monotonic()
             return record["result"]
@@ -441,7 +446,9 @@ async def test_start_and_help_follow_the_users_language(start_bot) -> None:
     [english] = await running.reply_to(ALICE)
     [russian] = await running.reply_to(BORIS)
     assert english.result["text"] == html_to_plain(ENGLISH.start)
-    assert russian.result["text"] == html_to_plain(RUSSIAN.help)
+    # Nothing here transcribes voice or describes photos: /help says so.
+    unread = RUSSIAN.help_voice_unread + RUSSIAN.help_photos_unread
+    assert russian.result["text"] == html_to_plain(RUSSIAN.help + unread)
     assert running.deps.store.messages.count(ALICE.id) == 0, "commands are not conversation"
     commands = running.api.calls_of("setMyCommands")
     assert {call.params.get("language_code") for call in commands} == {None, "ru"}
@@ -552,8 +559,11 @@ async def test_stats(start_bot) -> None:
     running.api.send_text(ALICE, "/stats")
     replies = await running.reply_to(ALICE, 2)
     assert replies[1].result["text"] == html_to_plain(
-        ENGLISH.stats.format(messages=2, unarchived=2, topics=0, facts=0, people=0, segment=1)
+        ENGLISH.stats.format(messages=2, unarchived=1, topics=0, facts=0, people=0, segment=1)
     )
+    # The reply, written from memory alone (no model here), is kept in the log but is not
+    # memory: only the question waits to be archived (issue 14).
+    assert [row["kind"] for row in running.stored(ALICE)] == ["conversation", "memory_only_answer"]
 
 
 # -- lifecycle and memory -----------------------------------------------------------------
@@ -608,7 +618,11 @@ async def test_worker_archives_a_stale_session_into_topics(start_bot) -> None:
     topics = store.topics.all_of(ALICE.id)
     members = store.messages.external_ids_by_topic(ALICE.id, [topic["id"] for topic in topics])
     archived = sorted(external for ids in members.values() for external in ids)
-    assert archived == sorted(row["external_id"] for row in running.stored(ALICE))
+    rows = running.stored(ALICE)
+    # Only the conversation becomes memory; the bot's memory-only replies (no model here)
+    # stay in the log, unarchived (issue 14).
+    assert archived == sorted(row["external_id"] for row in rows if row["kind"] == "conversation")
+    assert {row["kind"] for row in rows if row["role"] == "assistant"} == {"memory_only_answer"}
     assert any("sourdough" in topic["summary"].lower() for topic in topics)
     assert running.deps.vectors.count("topics", ALICE.id) == len(topics)
 

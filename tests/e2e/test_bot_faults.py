@@ -7,6 +7,7 @@ or the message that the turn failed) and their message is stored.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,6 @@ import pytest
 from app.memory import archive_user
 from bot.texts import ENGLISH
 from core.deps import Deps
-from core.errors import VectorStoreUnavailable
 from nodes.response.offline_answer import WORDING
 from tests.support.bot_api_server import FakeUser
 from tests.support.bot_harness import running_bot
@@ -64,9 +64,9 @@ async def test_the_bot_says_so_when_a_turn_fails_and_keeps_the_message(
     async with running_bot(make_deps, [ALICE], turn_wait_s=0.1) as running:
 
         def unavailable(*args: Any, **kwargs: Any) -> Any:
-            raise VectorStoreUnavailable("vector store unavailable: connection refused")
+            raise sqlite3.OperationalError("disk I/O error")
 
-        monkeypatch.setattr(running.deps.vectors, "query", unavailable)
+        monkeypatch.setattr(running.deps.store.topics, "search", unavailable)
         question = running.api.send_text(ALICE, CAT_QUESTION)
 
         [answer] = await running.api.wait_for_sent(ALICE.id, 1)

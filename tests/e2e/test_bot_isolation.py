@@ -76,6 +76,12 @@ async def test_forget_buttons_forged_with_another_users_ids_are_refused(
             for kind, item_id in (("topic", theirs["id"]), ("fact", their_fact["id"]))
             for step in ("ask", "yes")
         ]
+        # Ids past SQLite's 64-bit integers are unknown ids too (not an OverflowError).
+        forged += [
+            f"forget:{step}:{kind}:{10**23}"
+            for step in ("ask", "yes")
+            for kind in ("fact", "topic")
+        ]
         own = [
             ForgetAction(step=step, kind="topic", item_id=mine["id"]).pack()
             for step in ("ask", "yes")

@@ -115,7 +115,7 @@ async def test_never_in_a_group(running: RunningBot):
     [alert] = api.calls_of("answerCallbackQuery")
     assert alert.params["text"] == ENGLISH.private_only
     assert alert.params["show_alert"] in (True, "true")
-    assert refusal.result["text"] == ENGLISH.private_only
+    assert refusal.result["text"] == ENGLISH.group_refusal
     assert len(api.sent_messages()) == sent_before + 1, "nothing but the refusal was sent"
     assert api.calls_of("sendMessageDraft") == []
 

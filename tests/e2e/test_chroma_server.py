@@ -7,16 +7,11 @@ run indexes what was waiting and archives as usual.
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from app.memory import archive_user
@@ -26,55 +21,12 @@ from core.ports import VECTOR_KINDS as KINDS
 from core.settings import Settings
 from stores.saved_sessions import read_session
 from stores.services import build_deps
+from tests.support.chroma_server import ChromaServer
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
-from tests.support.processes import environment_without, free_port
+from tests.support.processes import environment_without
 
 pytestmark = pytest.mark.timeout(180)
-
-
-class ChromaServer:
-    """A real `chroma run` process that a test can stop and start again on the same data."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("chroma", path=str(Path(sys.executable).parent))
-        assert binary, "the chroma command comes with the chromadb package"
-        self.process = subprocess.Popen(
-            [
-                binary,
-                "run",
-                "--path",
-                str(self.path),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                url = f"http://127.0.0.1:{self.port}/api/v2/heartbeat"
-                if httpx.get(url, timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert self.process.poll() is None, "chroma run exited"
-            assert time.monotonic() < deadline, "chroma run did not start"
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=15)
 
 
 @pytest.fixture

@@ -58,8 +58,12 @@ def model_server() -> Iterator[ScriptedOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model_server: ScriptedOpenAI) -> Iterator[str]:
-    data_dir = tmp_path_factory.mktemp("studio-data")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("studio-data")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path, model_server: ScriptedOpenAI) -> Iterator[str]:
 
     async def seed() -> None:
         deps = build_deps(Settings(data_dir=data_dir))
@@ -140,12 +144,24 @@ async def test_three_graphs_are_served(server: str) -> None:
 
 async def test_memory_then_response_through_the_sdk(server: str) -> None:
     client = get_client(url=server)
-    thread = await client.threads.create()
-    archived = await client.runs.wait(
-        thread["thread_id"], "memory", input={}, context={"user_id": USER_ID, "archive_all": True}
-    )
-    assert archived["saved_topic_ids"], archived
-    assert archived["coverage"]["uncovered"] == []
+    # A memory run archives one chunk (as `topica ingest` does, it runs again until
+    # nothing is left): the whole session takes several runs.
+    saved: list[int] = []
+    for _ in range(20):
+        thread = await client.threads.create()
+        archived = await client.runs.wait(
+            thread["thread_id"],
+            "memory",
+            input={},
+            context={"user_id": USER_ID, "archive_all": True},
+        )
+        if not archived.get("saved_topic_ids"):
+            break
+        assert archived["coverage"]["uncovered"] == []
+        saved += archived["saved_topic_ids"]
+    else:
+        raise AssertionError("20 memory runs did not archive the session")
+    assert saved
 
     thread = await client.threads.create()
     answer = await client.runs.wait(
@@ -209,3 +225,32 @@ async def test_the_sdk_sees_the_answer_while_the_model_writes_it(
 
     assert len(tokens) > 5 and "".join(tokens) == answer
     assert model_done_at_first_token is False, "the first token came while the model wrote"
+
+
+async def test_a_studio_run_stores_the_question_first_then_the_answer(
+    server: str, data_dir: Path
+) -> None:
+    """Studio hands the graph only the text: the graph stores it, before the answer, as
+    the CLI does; the answer (memory-only: the model fails) points at it."""
+    question = "Какую диету назначили Марципану?"
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    answer = await client.runs.wait(
+        thread["thread_id"], "response", input={"text": question}, context={"user_id": USER_ID}
+    )
+    assert answer["answer"].strip() and answer["message_id"] is not None
+
+    deps = build_deps(Settings(data_dir=data_dir))
+    try:
+        messages = deps.store.messages.all_of(USER_ID)
+    finally:
+        deps.close()
+    asked = [m for m in messages if m["content"] == question]
+    assert len(asked) == 1, "the question was stored once"
+    stored = asked[0]
+    assert stored["id"] == answer["message_id"]
+    assert (stored["role"], stored["kind"], stored["topic_id"]) == ("user", "conversation", None)
+    reply = next(m for m in messages if m["id"] == answer["answer_message_id"])
+    assert reply["external_id"] == f"reply-to-{stored['id']}"
+    assert reply["seq"] > stored["seq"]
+    assert reply["kind"] == "memory_only_answer"

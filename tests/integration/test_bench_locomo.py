@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from bench import crossval
 from bench.baselines import MessageLevel, Retrieval
 from bench.corpus import Corpus
 from bench.eval_locomo import default_methods, eval_locomo
 from bench.locomo import Conversation, load_conversations
 from bench.metrics import Unit
+from bench.report import markdown_report
 from bench.topica import Topica
 from core.text import transcript
 from tests.support.bench import tokens_by_hand
@@ -166,7 +168,15 @@ async def test_the_full_run_reports_every_method_and_writes_the_outputs(
         console=Console(quiet=True),
     )
     assert set(result["methods"]) == {method.name for method in default_methods()}
-    assert {"topica", "message_rag", "bm25", "session", "full_context"} <= set(result["methods"])
+    assert {
+        "topica",
+        "message_rag",
+        "bm25",
+        "hybrid_messages",
+        "hybrid_neighbours",
+        "session",
+        "full_context",
+    } <= set(result["methods"])
     required = {
         "recall_all_at_budget",
         "recall_all_at_5",
@@ -182,10 +192,17 @@ async def test_the_full_run_reports_every_method_and_writes_the_outputs(
         assert metrics["questions"] == 3
     assert result["budget"] == 2000
     assert result["methods"]["topica"]["llm_calls_per_question"] == 0
-    assert result["rerank_fallbacks"] == {"no_model": 6}  # two Topica rows, three questions
+    # Two Topica rows, three questions: no model, so the search order decides, except for
+    # the one question whose best hits in this eight-message memory stay under every
+    # relevance floor (calibrated on memories of hundreds of messages): no candidates.
+    assert result["rerank_fallbacks"] == {"no_model": 4, "no_candidates": 2}
     assert result["methods"]["full_context"]["recall_all_at_budget"] == 1.0
     assert result["methods"]["session"]["recall_all_at_budget"] == 1.0
     assert result["methods"]["full_context"]["recall_all_at_5"] is None
+    # The neighbours' units depend on the question: recall@k, but no NDCG.
+    neighbours = result["methods"]["hybrid_neighbours"]
+    assert neighbours["ndcg_at_10"] is None and neighbours["recall_all_at_5"] is not None
+    assert result["methods"]["hybrid_messages"]["ndcg_at_10"] is not None
     for name in ("report.md", "results.json", "recall_by_budget.png", "latency.png"):
         assert (out / name).stat().st_size > 0
     assert json.loads((out / "results.json").read_text())["budget"] == 2000
@@ -230,3 +247,31 @@ async def test_topics_map_to_their_members_not_to_their_range(deps, make_message
 
 def _row(message) -> dict:
     return {**message, "id": 0, "author": message.get("author")}
+
+
+async def test_cross_validation_scores_variants_through_the_same_retrieval(
+    data_file: Path, make_settings, tmp_path: Path
+) -> None:
+    result = await eval_locomo(
+        data_file,
+        None,
+        2000,
+        [5],
+        None,
+        make_settings(tmp_path / "unused"),
+        budgets=[250, 2000],
+        methods=lambda: [Topica()],
+        console=Console(quiet=True),
+        cross_validate=True,
+    )
+    assert list(result["methods"]) == ["topica"]  # the variants are not method rows
+    view = result["cross_validation"]
+    assert set(view["grid"]) == set(crossval.GRID)
+    (fold,) = view["folds"].values()
+    # The defaults variant is Topica itself, on the graph state the variants share.
+    assert fold["defaults_held_out"] == result["methods"]["topica"]["recall_all_at_budget"]
+    assert fold["questions"] == 3
+    # Topica's own (not the variants'), one question under the floor as above.
+    assert result["rerank_fallbacks"] == {"no_model": 2, "no_candidates": 1}
+    report = markdown_report(result)
+    assert "## Leave one conversation out" in report and "| conv-t | 3 | defaults |" in report

@@ -103,3 +103,24 @@ async def test_a_rerankers_excerpt_is_kept_and_other_users_topics_are_never_show
     assert excerpts[garden] == given[garden]
     assert "feed a giraffe" in excerpts[zoo] and "Caramel" in excerpts[zoo]
     assert "giraffe secrets" not in "".join(excerpts.values())
+
+
+async def test_a_vector_filed_under_the_wrong_user_never_becomes_a_search_candidate(
+    deps: Deps,
+):
+    """The search reads vector hits as ids only; the user's own rows decide what they are."""
+    garden, zoo = await two_topics(deps)
+    others = deps.indexer.store_messages(OTHER, new_messages(["The giraffe Caramel is mine."]))
+    (foreign,) = deps.store.topics.save(OTHER, [("Giraffe", [others[0]["id"]])])
+    deps.indexer.index_all(OTHER)
+    question = "What name did Mia give the giraffe?"
+    planted = deps.embedder.encode_query(question)
+    # Planted in the user's own collections: the nearest topic and message of all.
+    deps.vectors.upsert("topics", USER, [foreign["id"]], planted[None, :], [{"user_id": OTHER}])
+    deps.vectors.upsert("messages", USER, [others[0]["id"]], planted[None, :])
+    context = ResponseContext.from_settings(deps.settings, user_id=USER)
+
+    found = hybrid_search(deps, context, [question])
+
+    assert foreign["id"] in {i for i, _ in deps.vectors.nearest("topics", USER, [planted], 5)[0]}
+    assert [c["id"] for c in found["candidates"]] == [zoo, garden]

@@ -158,7 +158,7 @@ async def test_a_working_splitter_skips_segment(deps: Deps, stored: list[Message
     )
     path = await node_path(with_models(deps, splitter=splitter), 1)
     assert "segment" not in path
-    assert path[:3] == ["load_chunk", "split", "validate"]
+    assert path[:4] == ["resummarise", "load_chunk", "split", "validate"]
 
 
 async def test_a_provider_error_takes_the_segment_edge(deps: Deps, stored, fake_model, runtime_for):

@@ -134,3 +134,26 @@ async def test_stop_cancels_a_run_past_the_bound(deps: Deps) -> None:
     await asyncio.wait_for(worker.stop(grace_s=0.1), 2)
     assert worker.completed_runs == 0
     assert worker.runs == {}
+
+
+async def test_a_topic_whose_message_was_edited_is_picked_up_and_summarised_again(
+    deps: Deps,
+) -> None:
+    from app.memory import archive_user
+
+    await conversation(deps, 1)
+    await archive_user(deps, 1, archive_all=True)
+    archive = ScriptedArchive()
+    worker = worker_for(deps, archive)
+    assert await worker.tick() == [], "everything is archived"
+
+    [first, *_] = deps.store.messages.all_of(1)
+    deps.store.messages.rewrite(1, first["id"], "hi, I moved to Lisbon", edit=True)
+    assert await worker.tick() == [1]
+    await asyncio.gather(*worker.runs.values())
+
+    [state] = [await archive_user(deps, 1)]
+    assert state == [], "no chunk: the run only summarised the topic again"
+    assert deps.store.topics.stale(1) == []
+    [topic] = deps.store.topics.by_ids(1, [first["topic_id"]])
+    assert "Lisbon" in topic["summary"]

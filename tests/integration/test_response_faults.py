@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.turns import answer_turn, compile_response_graph, run_turn
 from core.deps import Deps
-from core.errors import VectorStoreUnavailable
 from nodes.response.offline_answer import WORDING
 from stores.embedders import Embedder
 from tests.support.conversations import CAT_QUESTION
@@ -130,10 +130,16 @@ async def test_a_failing_enricher_searches_with_the_raw_text(
     assert_turn_stored(world, CAT_QUESTION, result["answer"])
 
 
+def hallucinated(world: FaultWorld, ghost: int) -> list[Step]:
+    return [
+        tool_call("get_topics_content", {"ids": [ghost, world.other_topic]}),
+        reply(json.dumps({"topics": [{"id": ghost}, {"id": world.other_topic}]})),
+    ]
+
+
 def reranker_faults(world: FaultWorld) -> dict[str, tuple[list[Step], str | None, int]]:
     """name → (the provider's replies, the expected fallback, requests made)."""
     load_cat = tool_call("get_topics_content", {"ids": [world.cat_topic]})
-    ghost = 10**7
     return {
         **{
             name: ([fault.step], "timeout_before_tool" if name == "timeout" else "api_error", 1)
@@ -143,14 +149,9 @@ def reranker_faults(world: FaultWorld) -> dict[str, tuple[list[Step], str | None
         "malformed_json": ([load_cat, raw_content("The cat one, obviously.")], "invalid_json", 2),
         "empty_json": ([load_cat, empty_reply()], "invalid_json", 2),
         "endless_tool_calls": ([load_cat] * ENOUGH, "tool_call_limit", 4),
-        "hallucinated_ids": (
-            [
-                tool_call("get_topics_content", {"ids": [ghost, world.other_topic]}),
-                reply(json.dumps({"topics": [{"id": ghost}, {"id": world.other_topic}]})),
-            ],
-            None,
-            2,
-        ),
+        "hallucinated_ids": (hallucinated(world, 10**7), None, 2),
+        # Past SQLite's 64-bit integers: an unknown id like any other, not OverflowError.
+        "hallucinated_ids_over_64_bits": (hallucinated(world, 2**64), None, 2),
     }
 
 
@@ -164,6 +165,7 @@ RERANKER_CASES = [
     "empty_json",
     "endless_tool_calls",
     "hallucinated_ids",
+    "hallucinated_ids_over_64_bits",
 ]
 
 
@@ -226,11 +228,12 @@ async def test_a_failing_responder_gives_the_memory_only_answer(
     assert_turn_stored(world, CAT_QUESTION, result["answer"])
 
 
+@pytest.mark.parametrize("ghost", [10**7, 2**63, 10**23], ids=["unknown", "2**63", "10**23"])
 async def test_hallucinated_ids_and_bad_arguments_in_the_responders_tool_calls_are_refused(
-    world: FaultWorld, server: ScriptedOpenAI
+    world: FaultWorld, server: ScriptedOpenAI, ghost: int
 ):
-    """Each refusal comes back to the model as a tool result it can read; the turn goes on."""
-    ghost = 10**7
+    """Each refusal comes back to the model as a tool result it can read; the turn goes on.
+    An id past SQLite's 64-bit integers is just another unknown id."""
     deps = with_models(world.deps, responder=chat_model(server))
     server.script(
         tool_call("get_topics_content", {"ids": [ghost, world.other_topic]}),
@@ -298,23 +301,24 @@ async def test_every_agent_failing_at_once_still_answers_from_memory(
 async def test_a_turn_that_fails_keeps_the_users_message(
     world: FaultWorld, monkeypatch: pytest.MonkeyPatch
 ):
-    """The vector store goes away after the message is stored: the turn fails with a clear
-    error (after the search node's retries), the message stays, no answer is stored, and
-    the next turn, once it is back, answers."""
-    working_query = world.deps.vectors.query
+    """The database fails the search after the message is stored: the turn fails with a
+    clear error (after the search node's retries), the message stays, no answer is stored,
+    and the next turn, once it is back, answers. (A vector store that is down no longer
+    fails a turn: `tests/e2e/test_chroma_down_turn.py`.)"""
+    working_search = world.deps.store.topics.search
 
     def unavailable(*args: Any, **kwargs: Any) -> Any:
-        raise VectorStoreUnavailable("vector store unavailable: connection refused")
+        raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(world.deps.vectors, "query", unavailable)
-    with pytest.raises(VectorStoreUnavailable):
+    monkeypatch.setattr(world.deps.store.topics, "search", unavailable)
+    with pytest.raises(sqlite3.OperationalError):
         await run_turn(world.deps, USER, CAT_QUESTION, now_iso=NOW, external_id="q-1")
     stored = world.deps.store.messages.all_of(USER)
     assert [(m["external_id"], m["content"]) for m in stored[len(world.history) :]] == [
         ("q-1", CAT_QUESTION)
     ]
 
-    monkeypatch.setattr(world.deps.vectors, "query", working_query)
+    monkeypatch.setattr(world.deps.store.topics, "search", working_search)
     again = await run_turn(world.deps, USER, CAT_QUESTION, now_iso=NOW, external_id="q-1")
     assert "renal diet" in again["answer"]
     assert_turn_stored(world, CAT_QUESTION, again["answer"])

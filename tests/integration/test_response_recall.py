@@ -144,6 +144,7 @@ async def test_run_turn_without_llm_answers_from_the_recalled_topics(
         "llm_calls",
         "answered_by",
         "partial",
+        "message_id",
         "answer_id",
         "sources",
     ]

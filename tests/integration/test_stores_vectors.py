@@ -148,3 +148,17 @@ def test_shared_collections_of_an_earlier_version_are_moved_to_per_user_ones(
     np.testing.assert_allclose(store.vectors("topics", 2, [2])[2], rows[1], atol=1e-6)
     # A second store on the same client finds nothing left to move.
     assert VectorStore(lambda: client, "model A").count("topics", 1) == 2
+
+
+def test_nearest_answers_several_queries_in_one_call_each_with_its_own_ranking(
+    vectors: VectorStore,
+):
+    vectors.upsert("topics", 1, [10, 11], np.vstack([unit(1, 0, 0, 0), unit(0, 1, 0, 0)]))
+    vectors.upsert("topics", 2, [20], unit(0, 1, 0, 0))
+
+    first, second = vectors.nearest("topics", 1, [QUERY[0], unit(0, 1, 0, 0)[0]], limit=5)
+
+    assert [record_id for record_id, _ in first] == [10, 11]
+    assert [record_id for record_id, _ in second] == [11, 10]
+    assert second[0][1] == pytest.approx(1.0, abs=1e-4)
+    assert vectors.nearest("topics", 1, [], limit=5) == []

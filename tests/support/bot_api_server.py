@@ -297,6 +297,12 @@ class FakeBotAPI:
             ]
         return self._enqueue("message", self._message(user, chat, **content))
 
+    def edit_text(self, message: dict[str, Any], text: str) -> dict[str, Any]:
+        """The user edits a text message they sent: an `edited_message` update with the
+        same message id, the new text and an `edit_date`."""
+        edited = {**message, "text": text, "edit_date": int(time.time())}
+        return self._enqueue("edited_message", edited)
+
     def add_file(
         self, data: bytes, *, suffix: str = "bin", declared_size: int | None = None
     ) -> str:

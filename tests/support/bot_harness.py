@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,8 @@ class TurnRecord:
     started: float
     finished: float | None = None
     result: dict[str, Any] | None = None
+    text: str = ""
+    """What the turn answered: the group's text, media turned into text included."""
 
 
 @dataclass
@@ -70,12 +72,18 @@ async def running_bot(
             *,
             parts: list[dict[str, Any]],
             external_id: str,
+            earlier_ids: Sequence[str] = (),
             on_text: OnText | None = None,
         ) -> dict[str, Any]:
-            record = TurnRecord(user_id, external_id, started=time.monotonic())
+            record = TurnRecord(user_id, external_id, started=time.monotonic(), text=text)
             turns.append(record)
             record.result = await real_turn(
-                user_id, text, parts=parts, external_id=external_id, on_text=on_text
+                user_id,
+                text,
+                parts=parts,
+                external_id=external_id,
+                earlier_ids=earlier_ids,
+                on_text=on_text,
             )
             record.finished = time.monotonic()
             return record.result

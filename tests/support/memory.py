@@ -8,6 +8,7 @@ from graphs.memory import build_memory_graph
 from tests.support.messages import ids
 
 MEMORY_NODES = (
+    "resummarise",
     "load_chunk",
     "split",
     "segment",
@@ -19,7 +20,8 @@ MEMORY_NODES = (
     "extract_facts",
     "defer_facts",
 )
-"""Every node of the memory graph, in the order of a run that takes every fallback edge."""
+"""Every node of the memory graph, in the order of a run that takes every fallback edge
+(when no topic waits to be summarised again: then `resummarise_extractive` too)."""
 
 
 async def node_path(deps: Deps, user_id: int) -> list[str]:

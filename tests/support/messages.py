@@ -64,6 +64,7 @@ def message_row(
             "ts": ts,
             "topic_id": None,
             "segment": 0,
+            "kind": "conversation",
             **fields,
         }
     )

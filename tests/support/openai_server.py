@@ -43,6 +43,8 @@ from typing import Any, TypeAlias
 from aiohttp import web
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
+from core.models import openai_chat_model
+
 __all__ = [
     "Delay",
     "DropConnection",
@@ -70,6 +72,7 @@ __all__ = [
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
 MODELS_PATH = "/v1/models"
+TRANSCRIPTIONS_PATH = "/v1/audio/transcriptions"
 
 # Mirrors the error "type" the real API uses for the common statuses, so that code inspecting
 # ``exc.body["type"]`` sees realistic values.
@@ -106,6 +109,8 @@ class RecordedRequest:
     headers: dict[str, str]
     at: float = field(default_factory=time.monotonic)
     """`time.monotonic()` when the request was read."""
+    form: dict[str, Any] = field(default_factory=dict)
+    """A multipart request's fields: text fields as str, files as (file name, bytes)."""
 
 
 @dataclass
@@ -339,7 +344,10 @@ class ScriptedOpenAI:
     """An OpenAI-compatible server on ``127.0.0.1`` (ephemeral port) playing a script.
 
     Use as ``async with ScriptedOpenAI() as server:`` or via :meth:`start` / :meth:`stop`.
-    Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``GET /v1/models``.
+    Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``GET /v1/models``,
+    and ``POST /v1/audio/transcriptions`` (multipart ``file`` + ``model``), which answers
+    from its own script (:meth:`script_transcripts`: a text, or an ``http_error`` /
+    ``delay`` / ``drop_connection`` step).
     """
 
     def __init__(
@@ -355,6 +363,7 @@ class ScriptedOpenAI:
         self.errors: list[BaseException] = []
         self.streams: list[StreamRecord] = []
         self._steps: deque[Step] = deque()
+        self._transcripts: deque[str | HttpError | Delay | DropConnection] = deque()
         self._ids = itertools.count(1)
         self._call_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -371,6 +380,7 @@ class ScriptedOpenAI:
         app.router.add_post(CHAT_PATH, self._handle_chat)
         app.router.add_post(EMBEDDINGS_PATH, self._handle_embeddings)
         app.router.add_get(MODELS_PATH, self._handle_models)
+        app.router.add_post(TRANSCRIPTIONS_PATH, self._handle_transcription)
         # A short shutdown timeout: in-flight delayed handlers are woken by ``_closing``, and a
         # test teardown must never hang on a connection the client already abandoned.
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
@@ -419,11 +429,12 @@ class ScriptedOpenAI:
         return {"base_url": self.base_url, "api_key": "test", "model": model}
 
     def chat_model(self, *, timeout: float = 5.0, max_retries: int = 0) -> ChatOpenAI:
-        """The real `ChatOpenAI` client pointed at this server; retries are off by default
-        so that every scripted step maps to exactly one HTTP request."""
-        return ChatOpenAI(
-            **self._client_options("scripted"), max_retries=max_retries, timeout=timeout
-        )
+        """The real `ChatOpenAI` client pointed at this server, made as the app makes it
+        (`core.models.openai_chat_model`); retries are off by default so that every
+        scripted step maps to exactly one HTTP request."""
+        model = openai_chat_model("scripted", self.base_url, "test", timeout, max_retries)
+        assert isinstance(model, ChatOpenAI)
+        return model
 
     def embeddings_model(self, http_client: Any = None) -> OpenAIEmbeddings:
         """The real `OpenAIEmbeddings` client pointed at this server (model `scripted-embed`),
@@ -453,6 +464,15 @@ class ScriptedOpenAI:
         """Append steps to the chat script; returns ``self`` for chaining."""
         self._steps.extend(steps)
         return self
+
+    def script_transcripts(self, *steps: str | HttpError | Delay | DropConnection) -> None:
+        """Append replies of the transcription endpoint: a transcript text, or a failure."""
+        self._transcripts.extend(steps)
+
+    @property
+    def transcription_requests(self) -> list[RecordedRequest]:
+        """Recorded ``/v1/audio/transcriptions`` requests (their ``form``), in order."""
+        return [r for r in self.requests if r.path == TRANSCRIPTIONS_PATH]
 
     def clear_script(self) -> None:
         """Drop any unconsumed steps."""
@@ -515,6 +535,30 @@ class ScriptedOpenAI:
                 "usage": {"prompt_tokens": total_tokens, "total_tokens": total_tokens},
             }
         )
+
+    async def _handle_transcription(self, request: web.Request) -> web.StreamResponse:
+        form: dict[str, Any] = {}
+        async for part in await request.multipart():
+            data = await part.read()
+            form[part.name] = (part.filename, bytes(data)) if part.filename else data.decode()
+        recorded = RecordedRequest(
+            path=request.path, json_body=None, headers=dict(request.headers.items()), form=form
+        )
+        self.requests.append(recorded)
+        if "file" not in form or "model" not in form:
+            return self._error_response(HttpError(400, "transcription needs 'file' and 'model'"))
+        if not self._transcripts:
+            self.unscripted.append(recorded)
+            return self._error_response(HttpError(500, "transcription script exhausted"))
+        step = self._transcripts.popleft()
+        if isinstance(step, Delay):
+            await self._sleep(step.seconds)
+            step = step.then if step.then is not None else ""
+        if isinstance(step, DropConnection):
+            return await self._drop(request)
+        if isinstance(step, HttpError):
+            return self._error_response(step)
+        return web.json_response({"text": step})
 
     async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
         recorded = await self._record(request)

@@ -42,6 +42,7 @@ def test_proposals_that_cover_the_chunk_are_kept_as_they_are():
         "overlaps_resolved": 0,
         "uncovered": [],
         "oversized_split": 0,
+        "time_gap_split": 0,
         "empty_summaries": 0,
         "unknown_ids": 0,
     }

@@ -62,3 +62,34 @@ def test_the_best_hits_lead_whatever_their_score() -> None:
     assert ranked[2] == [5, 4, 2, 3, 1]
     assert ranked[3] == [5, 4, 3, 2, 1]  # 3 leads although 2's fused score is higher
     assert [m for _, m in rank_topic_messages(topics, hits, k=1)] == ranked[LEAD_HITS]
+
+
+def test_vector_hits_vote_at_their_weight_lend_neighbours_and_never_lead() -> None:
+    # k=1, one topic: every message has the prior 1/2. Full-text hit 1 votes 1/2 and
+    # lends 2 0.7 * 1/2; vector hit 3 votes 0.5 * 1/2 = 1/4 and lends 2 0.7 * 1/4.
+    # Scores: 1: 1.0, 2: 0.5 + 0.35 + 0.175 = 1.025, 3: 0.75.
+    topics = [(7, [1, 2, 3])]
+    order = rank_topic_messages(topics, [[1]], k=1, lead=0, vector_lists=[[3]], vector_weight=0.5)
+    assert [m for _, m in order] == [2, 1, 3]
+    # Only full-text hits lead: 1 goes first; the vector hit 3 alone leads nothing.
+    order = rank_topic_messages(topics, [[1]], k=1, lead=1, vector_lists=[[3]], vector_weight=0.5)
+    assert [m for _, m in order] == [1, 2, 3]
+    # Vector hit 3 alone: 3: 0.75, 2: 0.675, 1: 0.5, whatever the lead.
+    assert [m for _, m in rank_topic_messages(topics, [], k=1, vector_lists=[[3]])] == [3, 2, 1]
+    # At weight 0 the vector lists count for nothing: conversation order.
+    order = rank_topic_messages(topics, [], k=1, vector_lists=[[3]], vector_weight=0.0)
+    assert [m for _, m in order] == [1, 2, 3]
+
+
+def test_the_neighbours_share_and_reach_are_parameters() -> None:
+    # k=1, one topic: prior 1/2 each. Hit 2 (rank 1) votes 1/2, hit 4 (rank 2) 1/3.
+    topics = [(7, [1, 2, 3, 4])]
+    # Share 0.1: 1: 0.55, 2: 1.0, 3: 0.5 + 0.05 + 0.033 = 0.583, 4: 0.833.
+    shared = rank_topic_messages(topics, [[2, 4]], k=1, lead=0, neighbour_weight=0.1)
+    assert [m for _, m in shared] == [2, 4, 3, 1]
+    # Share 0.7 (the default): 1: 0.85, 2: 1.0, 3: 0.5 + 0.35 + 0.233 = 1.083, 4: 0.833.
+    default = rank_topic_messages(topics, [[2, 4]], k=1, lead=0)
+    assert [m for _, m in default] == [3, 2, 1, 4]
+    # Reach 0: no hit lends anything; 1 and 3 keep the prior (conversation order).
+    unreached = rank_topic_messages(topics, [[2, 4]], k=1, lead=0, neighbour_hits=0)
+    assert [m for _, m in unreached] == [2, 4, 1, 3]

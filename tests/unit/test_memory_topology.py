@@ -15,7 +15,10 @@ FALLBACK = "no_model / api_error / timeout / invalid_output / empty_reply"
 
 # (source, label: None for a plain edge, "" for an unlabelled conditional one, target)
 EXPECTED_EDGES = {
-    ("__start__", None, "load_chunk"),
+    ("__start__", None, "resummarise"),
+    ("resummarise", "summaries", "load_chunk"),
+    ("resummarise", FALLBACK, "resummarise_extractive"),
+    ("resummarise_extractive", None, "load_chunk"),
     ("load_chunk", "", "split"),
     ("load_chunk", "", "__end__"),
     ("load_chunk", "", "extract_facts"),
@@ -52,7 +55,7 @@ def test_the_memory_graph_has_exactly_the_expected_edges(deps: Deps):
 
 def test_the_memory_graph_has_exactly_the_expected_nodes(deps: Deps):
     graph = build_memory_graph(deps).compile().get_graph(xray=True)
-    assert set(graph.nodes) == {"__start__", *MEMORY_NODES, "__end__"}
+    assert set(graph.nodes) == {"__start__", *MEMORY_NODES, "resummarise_extractive", "__end__"}
 
 
 def test_the_edge_parser_sees_every_kind_of_arrow():

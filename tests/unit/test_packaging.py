@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ("core", "stores", "prompts", "nodes", "graphs", "app", "bench", "cli", "bot")
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
-DECLARED_FOR_LATER = {
-    "langchain-community": "document loaders for files kept as memory (issue 14)",
-}
+DECLARED_FOR_LATER: dict[str, str] = {}
 """Runtime dependencies the code does not import yet, each with the reason it is kept."""
 
 

@@ -40,7 +40,8 @@ TEXT_FALLBACK = "no_model / api_error / timeout / empty_reply"
 def test_topology_snapshot_keeps_every_edge(deps: Deps):
     mermaid = build_response_graph(deps).compile().get_graph(xray=True).draw_mermaid()
     edges = [
-        "__start__ --> enrich;",
+        "__start__ --> store_question;",
+        "store_question --> enrich;",
         "enrich -. &nbsp;query&nbsp; .-> search;",
         f"enrich -. &nbsp;{TEXT_FALLBACK}&nbsp; .-> raw_query;",
         "raw_query --> search;",

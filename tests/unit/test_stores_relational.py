@@ -16,6 +16,7 @@ from core.errors import StoreError
 from core.records import NewMessage
 from stores.relational import RelationalStore
 from stores.relational.schema import MIGRATIONS
+from tests.support.legacy_schema import add_before_kinds, save_before_kinds
 from tests.support.messages import ids
 
 
@@ -69,9 +70,9 @@ def test_full_text_indexes_of_schema_3_are_rebuilt_with_the_user_indexed(
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:3])
     old = RelationalStore(path)
     for user_id in (1, 2):
-        rows = old.messages.add(user_id, make_messages(["the vet said rest", "garden roses"]))
-        old.topics.save(user_id, [("Vet visit and roses", ids(rows))])
-    old.messages.add(1, make_messages(["vet again tomorrow"], prefix="later"))
+        rows = add_before_kinds(old, user_id, make_messages(["the vet said rest", "garden roses"]))
+        save_before_kinds(old, user_id, "Vet visit and roses", rows)
+    add_before_kinds(old, 1, make_messages(["vet again tomorrow"], prefix="later"))
     old.close()
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
 
@@ -351,6 +352,37 @@ def test_topic_lookups_ignore_other_users_ids(store: RelationalStore, three_topi
         beta["id"],
         alpha["id"],
     ]
+
+
+@pytest.mark.parametrize("huge", [2**63, -(2**63) - 1, 10**23])
+def test_ids_outside_sqlites_integers_are_unknown_ids(
+    store: RelationalStore, three_topics, huge: int
+):
+    """A model's (or a forged button's) id past 64 bits is refused like any unknown id:
+    lookups leave it out, changes raise StoreError, never OverflowError."""
+    _, (alpha, beta, _) = three_topics
+    fact = store.facts.add(1, "Likes tea", "context", 50)
+    person = store.people.add(1, "Anna")
+    before = (store.topics.all_of(1), store.people.all_of(1))
+    assert [t["id"] for t in store.topics.by_ids(1, [huge, alpha["id"]])] == [alpha["id"]]
+    assert [f["id"] for f in store.facts.by_ids(1, [fact["id"], huge])] == [fact["id"]]
+    assert store.people.by_ids(1, [huge]) == [] and store.messages.by_ids(1, [huge]) == []
+    assert store.messages.of_topic(1, huge) == [] and store.answers.get(1, huge) is None
+    assert store.messages.external_ids_by_topic(1, [huge]) == {huge: []}
+    for refused in (
+        lambda: store.facts.get(1, huge),
+        lambda: store.facts.update(1, huge, content="Hijacked"),
+        lambda: store.facts.delete(1, huge),
+        lambda: store.topics.get(1, huge),
+        lambda: store.topics.delete(1, huge),
+        lambda: store.topics.merge(1, huge, beta["id"], "merged"),
+        lambda: store.people.merge(1, huge, person["id"]),
+    ):
+        with pytest.raises(StoreError):
+            refused()
+    store.topics.mark_facts_extracted(1, [huge])
+    assert (store.topics.all_of(1), store.people.all_of(1)) == before
+    assert store.facts.all_of(1) == [fact]
 
 
 def test_lookups_by_id_take_the_primary_key_without_planner_statistics(

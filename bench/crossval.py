@@ -1,0 +1,96 @@
+"""Leave-one-conversation-out view of Topica's tuned weights (`eval locomo --cross-validate`).
+
+The weights that decide which messages of the recalled topics fill a budget
+(`ResponseContext.excerpt_*`) were chosen on the dev conversations. To show whether
+that choice fits only them, every question is also answered with each variant of
+`GRID` (one weight moved at a time around the defaults), and for each conversation
+the variant with the best recall_all at the budget on the *other* conversations is
+chosen and scored on it. Variants share the graph's run per question (they differ
+only in the fill), so the view costs the ranking, not the retrieval, again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bench.topica import Topica
+
+PREFIX = "cv:"
+GRID: dict[str, dict[str, object]] = {
+    "defaults": {},
+    "vector_weight=0": {"excerpt_vector_weight": 0.0},
+    "vector_weight=0.25": {"excerpt_vector_weight": 0.25},
+    "vector_weight=1": {"excerpt_vector_weight": 1.0},
+    "neighbour_weight=0.3": {"excerpt_neighbour_weight": 0.3},
+    "neighbour_weight=1": {"excerpt_neighbour_weight": 1.0},
+    "neighbour_hits=10": {"excerpt_neighbour_hits": 10},
+    "neighbour_hits=50": {"excerpt_neighbour_hits": 50},
+    "lead_hits=0": {"excerpt_lead_hits": 0},
+    "lead_hits=5": {"excerpt_lead_hits": 5},
+}
+
+
+def variants() -> list[Topica]:
+    """Topica once per grid point, sharing one graph run per question."""
+    shared: dict = {}
+    return [
+        Topica(f"{PREFIX}{label}", context_overrides=overrides, shared_states=shared)
+        for label, overrides in GRID.items()
+    ]
+
+
+def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
+    """Per held-out conversation: the variant best on the others, and its recall there.
+
+    `conversations` are the results' per-conversation summaries (with the `cv:` methods).
+    Recall on the others is question-weighted (micro), like the overall figures; ties go
+    to the grid's order (the defaults first).
+    """
+
+    def recall(sample: str, label: str) -> tuple[float, int]:
+        metrics = conversations[sample]["methods"][PREFIX + label]
+        return metrics["recall_all_at_budget"], metrics["questions"]
+
+    folds = {}
+    for held_out in conversations:
+        others = [sample for sample in conversations if sample != held_out]
+
+        def pooled(label: str, others: list[str] = others) -> float:
+            pairs = [recall(sample, label) for sample in others]
+            return sum(r * n for r, n in pairs) / max(1, sum(n for _, n in pairs))
+
+        chosen = max(GRID, key=lambda label: (pooled(label), -list(GRID).index(label)))
+        folds[held_out] = {
+            "chosen": chosen,
+            "chosen_on_others": pooled(chosen),
+            "defaults_on_others": pooled("defaults"),
+            "held_out": recall(held_out, chosen)[0],
+            "defaults_held_out": recall(held_out, "defaults")[0],
+            "best_held_out": max(recall(held_out, label)[0] for label in GRID),
+            "questions": recall(held_out, "defaults")[1],
+        }
+    total = sum(fold["questions"] for fold in folds.values()) or 1
+
+    def weighted(key: str) -> float:
+        return sum(fold[key] * fold["questions"] for fold in folds.values()) / total
+
+    return {
+        "grid": {label: dict(overrides) for label, overrides in GRID.items()},
+        "folds": folds,
+        "leave_one_out": weighted("held_out"),
+        "defaults": weighted("defaults_held_out"),
+        "oracle": weighted("best_held_out"),
+    }
+
+
+def split_off(result: dict[str, Any]) -> None:
+    """Moves the variants out of the result's method tables into `cross_validation`."""
+    result["cross_validation"] = leave_one_out(result["conversations"])
+    result["methods"] = {
+        name: m for name, m in result["methods"].items() if not name.startswith(PREFIX)
+    }
+    for conversation in result["conversations"].values():
+        conversation["methods"] = {
+            name: m for name, m in conversation["methods"].items() if not name.startswith(PREFIX)
+        }

@@ -1,0 +1,248 @@
+"""`topica eval floor`: calibrate the relevance floor of each retrieval signal on data.
+
+Each LoCoMo conversation is ingested as `topica eval locomo` does; then two sets of
+questions are put to its memory through the four signals of the topic search (message
+vectors, topic vectors, BM25 over messages, BM25 over topic summaries): LoCoMo's own
+answerable questions (memory holds their evidence) and general-knowledge questions no
+memory answers (tests/data/unrelated_questions.json, English and Russian). Only each
+signal's best score per question is kept.
+
+The floor of a signal is the `NULL_QUANTILE` (95th) percentile of its best score over
+the unrelated questions: the null distribution, what an unrelated question reaches by
+chance. A turn is about memory when any signal reaches its floor (nodes.relevance).
+Checked leave-one-conversation-out, with the unrelated questions split in two halves as
+well (floors from four conversations and one half, measured on the fifth and the other
+half): how many LoCoMo questions the gate would turn away (recall lost) and how many
+unrelated questions it answers with "nothing".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench.eval_locomo import ANSWERABLE, USER_ID, ingest
+from bench.locomo import load_conversations
+from bench.metrics import percentile
+from core.deps import Deps
+from core.progress import ProgressBoard, progress_board
+from core.settings import Settings
+from nodes.response.relevance import (
+    NULL_QUANTILE,
+    SIGNALS,
+    RelevanceFloors,
+    Signal,
+    best_scores,
+    clears_floor,
+)
+from stores.embedders import build_embedder
+
+Best = dict[Signal, float | None]
+NO_HIT = -1e9
+"""The score of a question with no hit in a signal: below every real score."""
+HITS = 50
+"""Hits per signal, as the search takes them (`message_hits_count`, a topic list of 50)."""
+
+
+def signal_hits(deps: Deps, user_id: int, query: str) -> dict[Signal, list[tuple[int, float]]]:
+    """The four signals' hits for one query, as `nodes.response.search` reads them."""
+    vector = deps.embedder.encode_query(query)
+    return {
+        "message_vectors": deps.vectors.query("messages", user_id, vector, HITS),
+        "topic_vectors": deps.vectors.query("topics", user_id, vector, HITS),
+        "message_bm25": deps.store.messages.search(user_id, query, HITS),
+        "topic_bm25": deps.store.topics.search(user_id, query, HITS),
+    }
+
+
+@dataclass
+class ConversationScores:
+    sample_id: str
+    memory: list[Best] = field(default_factory=list)
+    """Best score per signal of each answerable LoCoMo question with evidence."""
+    unrelated: list[Best] = field(default_factory=list)
+    """...of each unrelated question, in the file's order (English, then Russian)."""
+
+
+def null_floor(scores: Sequence[float | None], quantile: float = NULL_QUANTILE) -> float:
+    """The score the best hit of an unrelated question reaches `1 - quantile` of the time.
+    A question with no hit at all counts as below everything; when most have none, any
+    hit clears (the floor is 0: BM25 scores and useful cosines are positive)."""
+    values = [score if score is not None else NO_HIT for score in scores]
+    floor = percentile(values, quantile * 100)
+    return floor if floor is not None and floor > 0 else 0.0
+
+
+def calibrate(unrelated: Sequence[Best]) -> RelevanceFloors:
+    return RelevanceFloors(**{s: null_floor([best[s] for best in unrelated]) for s in SIGNALS})
+
+
+def gated_share(questions: Sequence[Best], floors: RelevanceFloors) -> float:
+    """The share of questions whose best hits all stay under the floors ("nothing")."""
+    if not questions:
+        return 0.0
+    return sum(not clears_floor(best, floors) for best in questions) / len(questions)
+
+
+def cross_validate(runs: Sequence[ConversationScores]) -> list[dict[str, Any]]:
+    """Leave one conversation out, and one half of the unrelated questions: floors from
+    the rest, measured on what was left out."""
+    rows = []
+    for held in runs:
+        others = [run for run in runs if run is not held]
+        for half in (0, 1):
+            train = [b for run in others for i, b in enumerate(run.unrelated) if i % 2 != half]
+            test = [b for i, b in enumerate(held.unrelated) if i % 2 == half]
+            floors = calibrate(train)
+            rows.append(
+                {
+                    "held_out": held.sample_id,
+                    "unrelated_half": half,
+                    "floors": floors.__dict__,
+                    "memory_questions": len(held.memory),
+                    "memory_turned_away": gated_share(held.memory, floors),
+                    "unrelated_nothing": gated_share(test, floors),
+                }
+            )
+    return rows
+
+
+def distribution(questions: Sequence[Best], signal: Signal) -> dict[str, float | None]:
+    values = [best[signal] for best in questions if best[signal] is not None]
+    return {
+        "with_hits": len(values) / len(questions) if questions else None,
+        "p5": percentile(values, 5),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+    }
+
+
+async def score_conversation(
+    conversation, unrelated: Sequence[str], settings: Settings, embedder, progress: ProgressBoard
+) -> ConversationScores:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"topica-floor-{conversation.sample_id}-"))
+    try:
+        corpus, _ = await ingest(settings, embedder, conversation, data_dir, progress)
+        deps = corpus.deps
+        try:
+            known = set(corpus.order)
+            asked = [
+                q.question
+                for q in conversation.questions
+                if q.category in ANSWERABLE and any(i in known for i in q.evidence)
+            ]
+            scores = ConversationScores(conversation.sample_id)
+            task = progress.task(
+                f"{conversation.sample_id}: questions", len(asked) + len(unrelated), "questions"
+            )
+            for target, questions in ((scores.memory, asked), (scores.unrelated, unrelated)):
+                for question in questions:
+                    hits = await asyncio.to_thread(signal_hits, deps, USER_ID, question)
+                    target.append(best_scores(hits))
+                    task.advance()
+            task.finish(remove=True)
+            return scores
+        finally:
+            deps.close()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def load_unrelated(path: Path) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [*data["en"], *data["ru"]]
+
+
+async def eval_floor(
+    data: Path, unrelated_path: Path, settings: Settings, console=None
+) -> dict[str, Any]:
+    """Calibrate the floors on every conversation of `data`; the figures and their check."""
+    conversations = load_conversations(data)
+    if not conversations:
+        raise ValueError(f"no conversations in {data}")
+    unrelated = load_unrelated(unrelated_path)
+    embedder = build_embedder(settings)
+    runs = []
+    with progress_board(console or Console(stderr=True)) as progress:
+        for conversation in conversations:
+            runs.append(
+                await score_conversation(conversation, unrelated, settings, embedder, progress)
+            )
+    memory = [best for run in runs for best in run.memory]
+    null = [best for run in runs for best in run.unrelated]
+    floors = calibrate(null)
+    folds = cross_validate(runs)
+    return {
+        "quantile": NULL_QUANTILE,
+        "conversations": [run.sample_id for run in runs],
+        "memory_questions": len(memory),
+        "unrelated_questions": len(unrelated),
+        "floors": floors.__dict__,
+        "distributions": {
+            signal: {
+                "memory": distribution(memory, signal),
+                "unrelated": distribution(null, signal),
+            }
+            for signal in SIGNALS
+        },
+        "all_data": {
+            "memory_turned_away": gated_share(memory, floors),
+            "unrelated_nothing": gated_share(null, floors),
+        },
+        "cross_validation": folds,
+        "scores": {
+            run.sample_id: {"memory": run.memory, "unrelated": run.unrelated} for run in runs
+        },
+        "cross_validation_mean": {
+            key: sum(fold[key] for fold in folds) / len(folds)
+            for key in ("memory_turned_away", "unrelated_nothing")
+        },
+    }
+
+
+def show_floor(result: dict[str, Any], out) -> None:
+    out.print(
+        f"Relevance floors: the {result['quantile']:.0%} point of each signal's best score "
+        f"over {result['unrelated_questions']} unrelated questions × "
+        f"{len(result['conversations'])} LoCoMo memories "
+        f"({result['memory_questions']} LoCoMo questions for comparison)"
+    )
+    for signal in SIGNALS:
+        memory = result["distributions"][signal]["memory"]
+        null = result["distributions"][signal]["unrelated"]
+        out.print(
+            f"  {signal:16} floor {result['floors'][signal]:8.3f}   "
+            f"LoCoMo best p5/p50 {fmt(memory['p5'])}/{fmt(memory['p50'])} "
+            f"(hits {fmt(memory['with_hits'])})   "
+            f"unrelated p50/p95 {fmt(null['p50'])}/{fmt(null['p95'])} "
+            f"(hits {fmt(null['with_hits'])})"
+        )
+    whole = result["all_data"]
+    out.print(
+        f"On all data: LoCoMo questions turned away {whole['memory_turned_away']:.1%}, "
+        f"unrelated answered 'nothing' {whole['unrelated_nothing']:.1%}"
+    )
+    out.print("Leave one conversation (and one half of the unrelated questions) out:")
+    for fold in result["cross_validation"]:
+        out.print(
+            f"  {fold['held_out']:10} half {fold['unrelated_half']}: turned away "
+            f"{fold['memory_turned_away']:.1%} of {fold['memory_questions']}, "
+            f"'nothing' {fold['unrelated_nothing']:.1%}"
+        )
+    mean = result["cross_validation_mean"]
+    out.print(
+        f"  mean: turned away {mean['memory_turned_away']:.1%}, "
+        f"'nothing' {mean['unrelated_nothing']:.1%}"
+    )
+
+
+def fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"

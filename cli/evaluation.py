@@ -1,0 +1,159 @@
+"""The `topica eval …` and `topica bench …` subcommands: measurements of Topica itself."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.commands import CommandError, subcommand
+
+if TYPE_CHECKING:
+    from core.deps import Deps
+
+
+def locomo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+    parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
+    parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
+    parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
+    parser.add_argument(
+        "--cross-validate",
+        action="store_true",
+        help="leave-one-conversation-out view of Topica's tuned weights",
+    )
+
+
+@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
+async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
+    """LoCoMo recall at a token budget, with baselines"""
+    from bench.eval_locomo import eval_locomo
+    from bench.report import require_plots, show_eval
+    from cli.output import console, out, print_json
+
+    if not args.data.is_file():
+        raise CommandError(f"{args.data}: no such file")
+    if args.out is not None:
+        require_plots()  # before minutes of work, not after
+    result = await eval_locomo(
+        args.data,
+        args.conversations.split(",") if args.conversations else None,
+        args.budget,
+        [int(k) for k in args.k.split(",")],
+        args.out,
+        deps.settings,
+        console=None if args.json else console,
+        cross_validate=args.cross_validate,
+    )
+    if args.json:
+        print_json(result)
+    else:
+        show_eval(result, out)
+
+
+def locomo_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+    parser.add_argument("--name", required=True, help="the LangSmith dataset to create or extend")
+
+
+@subcommand("locomo-dataset", "json", configure=locomo_dataset_arguments, group="eval")
+async def cmd_eval_locomo_dataset(args: argparse.Namespace, deps: Deps) -> None:
+    """upload LoCoMo questions and their evidence as a LangSmith dataset"""
+    import os
+
+    from langsmith import Client
+
+    from bench.langsmith_dataset import upload_dataset
+    from bench.locomo import load_conversations
+    from cli.output import out, print_json
+
+    if not args.data.is_file():
+        raise CommandError(f"{args.data}: no such file")
+    if not os.environ.get("LANGSMITH_API_KEY"):
+        raise CommandError("LANGSMITH_API_KEY is not set (and LANGSMITH_ENDPOINT if self-hosted)")
+    wanted = set(args.conversations.split(",")) if args.conversations else None
+    conversations = load_conversations(args.data, wanted)
+    if missing := sorted((wanted or set()) - {c.sample_id for c in conversations}):
+        raise CommandError(f"no such conversations in {args.data}: {', '.join(missing)}")
+    upload = await asyncio.to_thread(upload_dataset, Client(), args.name, conversations)
+    if args.json:
+        print_json(vars(upload))
+    else:
+        out.print(
+            f"LangSmith dataset [bold]{upload.dataset}[/] ({upload.dataset_id}): "
+            f"{upload.created} examples added, {upload.already_there} already there"
+        )
+
+
+def floor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
+    parser.add_argument(
+        "--unrelated",
+        type=Path,
+        default=Path("tests/data/unrelated_questions.json"),
+        help="general-knowledge questions no memory answers (JSON: en, ru lists)",
+    )
+
+
+@subcommand("floor", "json", configure=floor_arguments, group="eval")
+async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
+    """calibrate the relevance floor of each retrieval signal, checked leave-one-out"""
+    from bench.relevance_floor import eval_floor, show_floor
+    from cli.output import console, out, print_json
+
+    for path in (args.data, args.unrelated):
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+    result = await eval_floor(
+        args.data, args.unrelated, deps.settings, console=None if args.json else console
+    )
+    if args.json:
+        print_json(result)
+    else:
+        show_floor(result, out)
+
+
+def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topics", default="1000,10000,100000", help="sizes, comma-separated")
+    parser.add_argument("--out", type=Path, help="write the table and the plot here")
+
+
+@subcommand("search", "json", configure=bench_search_arguments, group="bench")
+async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
+    """search latency at scale, against brute force"""
+    from bench.report import require_plots
+    from bench.scale import bench_search, show_bench
+    from cli.output import out, print_json
+
+    if args.out is not None:
+        require_plots()
+    result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
+    if args.json:
+        print_json(result)
+    else:
+        show_bench(result, out)
+
+
+def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
+    parser.add_argument("--turns", type=int, default=20, help="questions answered after it")
+
+
+@subcommand("cost", "json", configure=bench_cost_arguments, group="bench")
+async def cmd_bench_cost(args: argparse.Namespace, deps: Deps) -> None:
+    """LLM calls and prompt tokens by agent, against a scripted model on loopback"""
+    from bench.cost import bench_cost, show_cost
+    from cli.output import out, print_json
+
+    if args.session is not None and not args.session.is_file():
+        raise CommandError(f"{args.session}: no such file")
+    if args.turns < 1:
+        raise CommandError("--turns must be at least 1")
+    result = await bench_cost(args.session, args.turns)
+    if args.json:
+        print_json(result)
+    else:
+        show_cost(result, out)

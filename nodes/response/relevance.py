@@ -1,0 +1,74 @@
+"""The relevance floor: whether memory holds anything on a turn at all.
+
+Each retrieval signal of the topic search has a floor: message vectors and topic vectors
+(cosine), BM25 over messages and over topic summaries (FTS5's bm25, negated). A turn is
+about memory when the best hit of at least one signal reaches that signal's floor; when
+none does, the search returns no candidates, so the reranker is not called
+(`no_candidates`) and the answer says that memory has nothing on this. Below the floor,
+the nearest records are only the least unrelated ones ("What is the capital of France?"
+against a diary quoted five topics at cosines down to 0.04).
+
+The floors are calibrated on data, not guessed: `topica eval floor` puts LoCoMo's
+questions and a set of general-knowledge questions (tests/data/unrelated_questions.json)
+to ingested LoCoMo conversations and takes, for each signal, the score that the best hit
+of an unrelated question reaches only `NULL_QUANTILE` of the time: a floor an unrelated
+question clears by chance 5% of the time, per signal. The figures it printed, and their
+leave-one-conversation-out check, are in `RelevanceFloors`' docstring. It is a gate, not a
+filter: once memory is relevant, every hit votes as before, so recall can only change on
+the questions the gate turns away.
+
+Message hits count only when archived (filed in a topic), as in the fusion: the turn's
+own question is stored and indexed before the search, and would otherwise be its own best
+hit. With the vector index down the gate is open (`nodes.response.search.relevant`): the
+floors hold for the four signals together, and full-text search alone would rarely clear
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from core.context import ResponseContext
+
+Signal = Literal["message_vectors", "topic_vectors", "message_bm25", "topic_bm25"]
+SIGNALS: tuple[Signal, ...] = ("message_vectors", "topic_vectors", "message_bm25", "topic_bm25")
+NULL_QUANTILE = 0.95
+
+
+@dataclass(frozen=True)
+class RelevanceFloors:
+    """One floor per signal (`topica eval floor` prints them; see the module docstring)."""
+
+    message_vectors: float
+    topic_vectors: float
+    message_bm25: float
+    topic_bm25: float
+
+    def of(self, signal: Signal) -> float:
+        return getattr(self, signal)
+
+
+def floors_of(context: ResponseContext) -> RelevanceFloors:
+    return RelevanceFloors(
+        message_vectors=context.message_vector_floor,
+        topic_vectors=context.topic_vector_floor,
+        message_bm25=context.message_bm25_floor,
+        topic_bm25=context.topic_bm25_floor,
+    )
+
+
+def best_scores(hits: Mapping[Signal, Iterable[tuple[int, float]]]) -> dict[Signal, float | None]:
+    """The best score of each signal's hits (None for a signal with no hit)."""
+    return {
+        signal: max((score for _, score in hits.get(signal, ())), default=None)
+        for signal in SIGNALS
+    }
+
+
+def clears_floor(best: Mapping[Signal, float | None], floors: RelevanceFloors) -> bool:
+    """Whether at least one signal's best hit reaches its floor."""
+    return any(
+        (score := best.get(signal)) is not None and score >= floors.of(signal) for signal in SIGNALS
+    )

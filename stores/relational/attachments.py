@@ -1,0 +1,103 @@
+"""Documents kept as memory: each attachment's text with its message, split into passages
+that full-text search and the vector index find like messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.errors import StoreError
+from core.records import AttachmentRow, PassageRow, now_iso
+from stores.fulltext import fts_match_expression
+from stores.relational.database import Repository
+from stores.relational.rows import mark_pending, placeholders, plain_row, users_rows
+
+PASSAGE_COLUMNS = (
+    "p.id, p.attachment_id, p.message_id, p.position, p.content, a.name "
+    "FROM passages p JOIN attachments a ON a.id = p.attachment_id"
+)
+
+
+class AttachmentRepository(Repository):
+    def add(
+        self,
+        user_id: int,
+        message_id: int,
+        name: str,
+        mime_type: str,
+        content: str,
+        passages: Sequence[str],
+    ) -> AttachmentRow:
+        """Keep a document with the user's message `message_id`, its passages queued for
+        the vector index in the same transaction."""
+        with self._db.transaction() as db:
+            owner = db.execute(
+                "SELECT 1 FROM messages WHERE user_id = ? AND id = ?", (user_id, message_id)
+            ).fetchone()
+            if owner is None:
+                raise StoreError(f"message {message_id} not found for user {user_id}")
+            cursor = db.execute(
+                "INSERT INTO attachments (user_id, message_id, name, mime_type, content, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (user_id, message_id, name, mime_type, content, now_iso()),
+            )
+            attachment_id = cursor.lastrowid
+            passage_ids = []
+            for position, passage in enumerate(p for p in passages if p.strip()):
+                cursor = db.execute(
+                    "INSERT INTO passages (user_id, attachment_id, message_id, position, content) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (user_id, attachment_id, message_id, position, passage.strip()),
+                )
+                passage_ids.append(cursor.lastrowid)
+            mark_pending(db, user_id, "passages", passage_ids)
+        return self.of_messages(user_id, [message_id])[-1]
+
+    def of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[AttachmentRow]:
+        if not message_ids:
+            return []
+        rows = self._db.rows(
+            f"SELECT * FROM attachments WHERE user_id = ? "
+            f"AND message_id IN ({placeholders(message_ids)}) ORDER BY id",
+            (user_id, *message_ids),
+        )
+        return [AttachmentRow(**plain_row(row)) for row in rows]
+
+    def all_of(self, user_id: int) -> list[AttachmentRow]:
+        rows = self._db.rows("SELECT * FROM attachments WHERE user_id = ? ORDER BY id", (user_id,))
+        return [AttachmentRow(**plain_row(row)) for row in rows]
+
+    def passages_by_ids(self, user_id: int, ids: Sequence[int]) -> list[PassageRow]:
+        if not ids:
+            return []
+        rows = self._db.rows(
+            f"SELECT {PASSAGE_COLUMNS} WHERE p.user_id = ? AND p.id IN ({placeholders(ids)}) "
+            "ORDER BY p.id",
+            (user_id, *ids),
+        )
+        return [PassageRow(**dict(row)) for row in rows]
+
+    def passages_of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[PassageRow]:
+        if not message_ids:
+            return []
+        rows = self._db.rows(
+            f"SELECT {PASSAGE_COLUMNS} WHERE p.user_id = ? "
+            f"AND p.message_id IN ({placeholders(message_ids)}) ORDER BY p.id",
+            (user_id, *message_ids),
+        )
+        return [PassageRow(**dict(row)) for row in rows]
+
+    def passage_ids_of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[int]:
+        return [row["id"] for row in self.passages_of_messages(user_id, message_ids)]
+
+    def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over the user's passages: (passage id, score), best first."""
+        expression = fts_match_expression(text)
+        if expression is None:
+            return []
+        rows = self._db.rows(
+            "SELECT p.id, -bm25(passages_fts, 1.0, 0.0) AS score FROM passages_fts "
+            "JOIN passages p ON p.id = passages_fts.rowid "
+            "WHERE passages_fts MATCH ? AND p.user_id = ? ORDER BY score DESC LIMIT ?",
+            (users_rows(user_id, "content", expression), user_id, limit),
+        )
+        return [(row[0], row[1]) for row in rows]

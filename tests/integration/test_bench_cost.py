@@ -1,0 +1,46 @@
+"""`topica bench cost` on a small session: what the application counted is what the
+scripted server received, agent by agent."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cost import bench_cost, cost_rows, cost_summary
+from tests.support.paths import EXAMPLES
+
+pytestmark = pytest.mark.timeout(300)
+
+
+async def test_counts_match_the_servers_request_log() -> None:
+    result = await bench_cost(EXAMPLES / "demo_session.jsonl", turns=2)
+
+    server = result["server"]
+    counted = {
+        agent: row["calls"]
+        for stage in ("archiving", "turn")
+        for agent, row in result[stage]["by_agent"].items()
+    }
+    prompt = {
+        agent: sum(
+            result[stage]["by_agent"].get(agent, {}).get("prompt_tokens", 0)
+            for stage in ("archiving", "turn")
+        )
+        for agent in counted
+    }
+    assert counted == server["calls"]
+    assert prompt == server["prompt_tokens"]
+    # Every chunk is split by the model and facts are extracted from what it archived;
+    # every turn enriches, reranks in two turns (tool call, then the choice) and answers.
+    archiving = result["archiving"]["by_agent"]
+    assert archiving["splitter"]["calls"] == result["chunks"] == 9
+    assert archiving["archivist"]["calls"] >= result["chunks"]
+    turn = result["turn"]["by_agent"]
+    assert (turn["enricher"]["calls"], turn["reranker"]["calls"]) == (2, 4)
+    assert turn["responder"]["calls"] == 2
+    assert result["archived_messages"] == result["messages"] == 196
+    assert result["archiving"]["calls_per_100_messages"] == pytest.approx(
+        100 * result["archiving"]["calls"] / 196
+    )
+    header, rows = cost_rows(result)
+    assert len(rows) == len(archiving) + len(turn) and len(header) == len(rows[0])
+    assert "LLM calls per 100 archived messages" in " ".join(cost_summary(result))

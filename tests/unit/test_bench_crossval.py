@@ -1,0 +1,65 @@
+"""The leave-one-conversation-out view, on per-conversation figures worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import crossval
+
+
+def summaries(table: dict[str, dict[str, tuple[float, int]]]) -> dict:
+    """{conversation: {label: (recall, questions)}} → the results' per-conversation shape;
+    labels not given score 0."""
+    return {
+        sample: {
+            "methods": {
+                crossval.PREFIX + label: {
+                    "recall_all_at_budget": by_label.get(label, (0.0, 10))[0],
+                    "questions": by_label.get(label, (0.0, 10))[1],
+                }
+                for label in crossval.GRID
+            }
+        }
+        for sample, by_label in table.items()
+    }
+
+
+def test_each_conversation_is_scored_with_the_variant_best_on_the_others() -> None:
+    # "lead_hits=5" is best on a and b, the defaults on c. Held out a: b + c pooled
+    # (question-weighted): lead 5 (0.9*10 + 0.5*30)/40 = 0.6, defaults (0.7*10 +
+    # 0.6*30)/40 = 0.625 → the defaults, 0.5 on a. Held out b: a + c: lead 5
+    # (0.8*20 + 0.5*30)/50 = 0.62, defaults (0.6*20 + 0.6*30)/50 = 0.6 → lead 5, 0.9 on b.
+    # Held out c: a + b: lead 5 0.833 vs defaults 0.633 → lead 5, 0.5 on c.
+    table = {
+        "a": {"defaults": (0.5, 20), "lead_hits=5": (0.8, 20)},
+        "b": {"defaults": (0.7, 10), "lead_hits=5": (0.9, 10)},
+        "c": {"defaults": (0.6, 30), "lead_hits=5": (0.5, 30)},
+    }
+    view = crossval.leave_one_out(summaries(table))
+    folds = view["folds"]
+    assert {sample: fold["chosen"] for sample, fold in folds.items()} == {
+        "a": "defaults",
+        "b": "lead_hits=5",
+        "c": "lead_hits=5",
+    }
+    assert folds["a"]["chosen_on_others"] == pytest.approx(0.625)
+    assert folds["b"]["held_out"] == pytest.approx(0.9)
+    assert folds["c"]["held_out"] == pytest.approx(0.5)
+    # Question-weighted over the held-out conversations: (0.5*20 + 0.9*10 + 0.5*30)/60.
+    assert view["leave_one_out"] == pytest.approx(34 / 60)
+    assert view["defaults"] == pytest.approx((0.5 * 20 + 0.7 * 10 + 0.6 * 30) / 60)
+    assert view["oracle"] == pytest.approx((0.8 * 20 + 0.9 * 10 + 0.6 * 30) / 60)
+
+
+def test_ties_go_to_the_defaults_and_the_variants_leave_the_method_tables() -> None:
+    table = {sample: {"defaults": (0.5, 10), "lead_hits=0": (0.5, 10)} for sample in "ab"}
+    result = {
+        "conversations": summaries(table),
+        "methods": {"topica": {}, crossval.PREFIX + "defaults": {}},
+    }
+    for conversation in result["conversations"].values():
+        conversation["methods"]["topica"] = {}
+    crossval.split_off(result)
+    assert {fold["chosen"] for fold in result["cross_validation"]["folds"].values()} == {"defaults"}
+    assert list(result["methods"]) == ["topica"]
+    assert all(list(c["methods"]) == ["topica"] for c in result["conversations"].values())
