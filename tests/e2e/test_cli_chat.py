@@ -39,6 +39,15 @@ def read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
     return seen
 
 
+def as_from_a_shell() -> None:
+    """The child's Ctrl-C as a shell starts it: default action, not blocked. A process
+    inherits an ignored signal and the signal mask across exec, and in a full test run
+    something earlier in this process (a library's threads or handlers) left SIGINT
+    ignored or blocked: the chat then never saw the Ctrl-C (3 of 3 full runs)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_one_ctrl_c_at_the_prompt_ends_the_chat_at_once_with_130(tmp_path: Path):
     """Before: the first Ctrl-C did nothing, the second exited only after Enter (the
     prompt's reading thread held the process)."""
@@ -51,6 +60,7 @@ def test_one_ctrl_c_at_the_prompt_ends_the_chat_at_once_with_130(tmp_path: Path)
         stdout=terminal,
         stderr=terminal,
         close_fds=True,
+        preexec_fn=as_from_a_shell,
     )
     os.close(terminal)
     try:
