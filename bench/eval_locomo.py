@@ -12,6 +12,7 @@ shows up in the figures and the offline path shows zeros.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import tempfile
 import time
@@ -215,8 +216,12 @@ async def ingest(
     data_dir: Path,
     progress: ProgressBoard | None = None,
 ) -> tuple[Corpus, dict[str, Any]]:
-    """A fresh data directory with the conversation stored and archived for one user."""
-    deps = build_deps(settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
+    """A fresh data directory (on PostgreSQL, a fresh schema, named after the directory)
+    with the conversation stored and archived for one user."""
+    update: dict[str, Any] = {"data_dir": data_dir}
+    if settings.database_url is not None:
+        update["database_schema"] = "eval_" + re.sub(r"[^a-z0-9]", "_", data_dir.name.lower())
+    deps = build_deps(settings.model_copy(update=update), embedder=embedder)
     usage = LLMUsage()
     started = time.perf_counter()
     with counting_all(usage):
@@ -278,6 +283,9 @@ async def evaluate_conversation(
             asking.finish(remove=True)
             return run
         finally:
+            drop = getattr(corpus.deps.store.db, "drop_schema", None)
+            if drop is not None:  # PostgreSQL: the conversation's schema goes too
+                drop()
             corpus.deps.close()
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -20,6 +20,8 @@ Services reach handlers as the dispatcher's workflow data: `deps`,
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import secrets
 import signal
@@ -37,7 +39,7 @@ from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.media import MediaDigester
-from app.monitoring import serve_metrics
+from app.monitoring import Check, serve_metrics
 from app.turns import OnText, answer_stored, compile_response_graph
 from app.worker import MemoryWorker
 from bot.grouping import MessageGrouper
@@ -207,17 +209,25 @@ async def run_polling(dispatcher: Dispatcher, bot: Bot, *, handle_signals: bool 
     )
 
 
+def webhook_secret(settings: Settings) -> str:
+    """`TOPICA_WEBHOOK_SECRET`; without it, a random one for one process, or, on a shared
+    database (replicas behind one URL, where each `setWebhook` replaces the last), one
+    every replica derives alike from the bot's token."""
+    if settings.webhook_secret:
+        return settings.webhook_secret.get_secret_value()
+    if settings.database_url is None:
+        return secrets.token_urlsafe(32)
+    token = settings.telegram_token.get_secret_value() if settings.telegram_token else ""
+    return hmac.new(token.encode(), b"topica-webhook-secret", hashlib.sha256).hexdigest()
+
+
 async def run_webhook(
     dispatcher: Dispatcher, bot: Bot, settings: Settings, *, stop: asyncio.Event
 ) -> None:
     """Serve Telegram's webhook on `webhook_host:webhook_port` until `stop` is set."""
     if not settings.webhook_url:
         raise BotConfigError("TOPICA_WEBHOOK_URL is not set")
-    secret = (
-        settings.webhook_secret.get_secret_value()
-        if settings.webhook_secret
-        else secrets.token_urlsafe(32)
-    )
+    secret = webhook_secret(settings)
     app = web.Application()
     # Shutdown hooks run before the handler closes the Bot API session: they still send.
     setup_application(app, dispatcher, bot=bot, mode="webhook")
@@ -255,12 +265,21 @@ def log_startup(settings: Settings) -> None:
         )
 
 
+def health_checks(deps: Deps, bot: Bot) -> dict[str, Check]:
+    """What `/healthz` asks: the database, the vector store and the Telegram Bot API."""
+    return {
+        "database": lambda: asyncio.to_thread(deps.store.ping),
+        "vectors": lambda: asyncio.to_thread(deps.vectors.heartbeat),
+        "telegram": bot.get_me,
+    }
+
+
 async def run_bot(deps: Deps, settings: Settings) -> None:
     """Run the bot until SIGINT/SIGTERM; returns after a graceful shutdown (see module doc)."""
     bot = build_bot(settings)
     log_startup(settings)
     metrics = (
-        await serve_metrics(settings.metrics_host, settings.metrics_port)
+        await serve_metrics(settings.metrics_host, settings.metrics_port, health_checks(deps, bot))
         if settings.metrics_port
         else None
     )

@@ -19,19 +19,21 @@ import asyncio
 import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import UTC
 from functools import partial
 from typing import Any
 
-from aiogram import BaseMiddleware
+from aiogram import BaseMiddleware, Bot
 from aiogram.enums import ChatType, ContentType
 from aiogram.types import Chat, Message, TelegramObject, Update, User
 
 from bot.grouping import MessageGrouper
 from bot.media import describe
+from bot.sending import send_answer
 from bot.texts import Texts, texts_for
 from core.deps import Deps
-from core.records import NewMessage
+from core.records import MessageRow, NewMessage
 from core.tracing import user_key
 
 log = logging.getLogger(__name__)
@@ -237,6 +239,8 @@ class StoreIncomingMiddleware(BaseMiddleware):
                     [message],
                 )
             seen: SeenMessages = data["seen"]
+            if not stored and private and await self._send_stored_answer(deps, event, data["bot"]):
+                return None
             if not stored and not (private and await self._unanswered_elsewhere(deps, event, seen)):
                 log.info(
                     "message %s is already stored: a redelivery, skipped", message["external_id"]
@@ -254,6 +258,29 @@ class StoreIncomingMiddleware(BaseMiddleware):
             return await handler(event, {**data, "arrival": arrival})
         finally:
             arrival.settle()
+
+    @staticmethod
+    async def _send_stored_answer(deps: Deps, event: Message, bot: Bot) -> bool:
+        """A redelivered question whose answer was stored but never sent (its process died
+        in between): the stored answer is sent now, once (under the chat's lock where
+        replicas share the chat)."""
+        async with AsyncExitStack() as replicas:
+            if deps.chat_lock is not None:
+                await replicas.enter_async_context(deps.chat_lock.hold(event.chat.id))
+            answer = await asyncio.to_thread(
+                deps.store.answers.undelivered, event.from_user.id, external_id(event)
+            )
+            if answer is None:
+                return False
+            log.warning(
+                "the answer to message %s was stored but never sent: sending it now",
+                external_id(event),
+            )
+            await send_answer(bot, event.chat.id, answer["content"], reply_to=event.message_id)
+            await asyncio.to_thread(
+                deps.store.answers.mark_delivered, event.from_user.id, answer["id"]
+            )
+            return True
 
     @staticmethod
     async def _unanswered_elsewhere(deps: Deps, event: Message, seen: SeenMessages) -> bool:
@@ -281,5 +308,28 @@ class GroupingMiddleware(BaseMiddleware):
         group = await grouper.collect(event.chat.id, event, data.get("arrival"))
         if group is None:
             return None
+        deps: Deps = data["deps"]
         async with grouper.turn_lock(event.chat.id):
-            return await handler(group[-1], {**data, "group": group})
+            if deps.chat_lock is None or not is_conversation(event):
+                return await handler(group[-1], {**data, "group": group, "elsewhere": []})
+            async with deps.chat_lock.hold(event.chat.id):
+                elsewhere = await self._stored_elsewhere(deps, event, group)
+                if elsewhere is None:
+                    return None
+                return await handler(group[-1], {**data, "group": group, "elsewhere": elsewhere})
+
+    @staticmethod
+    async def _stored_elsewhere(
+        deps: Deps, event: Message, group: list[Message]
+    ) -> list[MessageRow] | None:
+        """Replicas: under the chat's database lock, the chat's unanswered messages that
+        other replicas received (they join this turn, as quick messages do), or None when
+        another replica's turn has already answered this group."""
+        pending = await asyncio.to_thread(
+            deps.store.messages.unanswered, event.from_user.id, chat_prefix(event.chat.id)
+        )
+        mine = {external_id(message) for message in group}
+        if not any(row["external_id"] in mine for row in pending):
+            log.info("messages %s were answered by another replica", sorted(mine))
+            return None
+        return [row for row in pending if row["external_id"] not in mine]

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -27,7 +27,8 @@ class CommandError(Exception):
     """A problem to report as one line and exit 2."""
 
 
-Run = Callable[[argparse.Namespace, "Deps"], Awaitable[None]]
+Run = Callable[[argparse.Namespace, Any], Awaitable[None]]
+"""A command's coroutine: its arguments and the services (`Deps`; None if standalone)."""
 
 
 def no_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +52,8 @@ class Subcommand:
     prepare: Callable[[argparse.Namespace, Settings], None] | None = None
     """Reads and checks the command's input before any service is built, so bad input
     creates nothing (no data directory either); raises to refuse."""
+    standalone: bool = False
+    """True for a command that opens its own stores (`copy`): it gets no services."""
 
 
 COMMANDS: list[Subcommand] = []
@@ -64,6 +67,7 @@ def subcommand(
     group: str | None = None,
     writes: bool = True,
     prepare: Callable[[argparse.Namespace, Settings], None] | None = None,
+    standalone: bool = False,
 ) -> Callable[[Run], Run]:
     """Register the decorated coroutine as `topica [GROUP] NAME`; its docstring is the help."""
 
@@ -71,7 +75,9 @@ def subcommand(
         help_text = (run.__doc__ or "").strip()
         options_used = ("common", *options)
         COMMANDS.append(
-            Subcommand(name, help_text, run, options_used, configure, group, writes, prepare)
+            Subcommand(
+                name, help_text, run, options_used, configure, group, writes, prepare, standalone
+            )
         )
         return run
 

@@ -25,7 +25,7 @@ from importlib.metadata import entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli import evaluation  # noqa: F401  (registers the eval and bench subcommands)
+from cli import deployment, evaluation  # noqa: F401  (register their subcommands)
 from cli.commands import COMMANDS, GROUPS, CommandError, Subcommand
 
 if TYPE_CHECKING:
@@ -75,7 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
             help=command.help,
         )
         command.configure(parser)
-        parser.set_defaults(handler=command.run, writes=command.writes, prepare=command.prepare)
+        parser.set_defaults(
+            handler=command.run,
+            writes=command.writes,
+            prepare=command.prepare,
+            standalone=command.standalone,
+        )
 
     parser = argparse.ArgumentParser(
         prog="topica", description="Topica: a chat assistant with long-term memory."
@@ -117,11 +122,14 @@ def check_data_dir(directory: Path) -> None:
 async def run(args: argparse.Namespace) -> None:
     from stores.services import build_deps
 
+    if args.standalone:
+        await args.handler(args, None)
+        return
     settings = settings_for(args)
     check_data_dir(settings.data_dir)
     if args.prepare is not None:
         args.prepare(args, settings)
-    if not args.writes and not settings.sqlite_path.is_file():
+    if not args.writes and settings.database_url is None and not settings.sqlite_path.is_file():
         # A read-only command creates nothing: a mistyped --data-dir is reported, not made.
         raise CommandError(f"no data in {settings.data_dir}")
     temporary = args.command == "demo" and args.data_dir is None

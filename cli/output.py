@@ -60,6 +60,17 @@ def doctor_table(reports: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
+def copy_table(copied: Sequence[Any]) -> Table:
+    """`topica copy`: each table's rows on both sides."""
+    table = Table(title="SQLite → PostgreSQL")
+    for column in ("table", "SQLite rows", "PostgreSQL rows", ""):
+        table.add_column(column, justify="left" if column == "table" else "right")
+    for item in copied:
+        mark = "[green]✓[/]" if item.verified else "[bold red]✗[/]"
+        table.add_row(item.table, str(item.source_rows), str(item.target_rows), mark)
+    return table
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2))
 

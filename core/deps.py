@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.models import ModelRegistry
-from core.ports import Embedder, Indexer, MemoryRunLock, Store, VectorIndex
+from core.ports import ChatTurnLock, Embedder, Indexer, MemoryRunLock, Store, VectorIndex
 from core.settings import Settings
 from core.stops import GenerationStops
 
@@ -25,8 +25,12 @@ class Deps:
     models: ModelRegistry
     run_lock: MemoryRunLock
     """One memory run per user at a time, across processes (`app.memory.archive_user`)."""
+    chat_lock: ChatTurnLock | None = None
+    """Across replicas (PostgreSQL): one chat's turns one at a time; None in one process."""
     stops: GenerationStops = field(default_factory=GenerationStops)
     """Turns whose answer the user can stop while it is written (the bot's stop button)."""
 
     def close(self) -> None:
+        if self.chat_lock is not None:
+            self.chat_lock.close()
         self.store.close()

@@ -11,9 +11,26 @@ import sqlite3
 
 from langgraph.types import RetryPolicy
 
-TRANSIENT_STORAGE_ERRORS: tuple[type[Exception], ...] = (sqlite3.OperationalError, ConnectionError)
-"""A locked or busy SQLite database; a vector or embedding endpoint that dropped a
-connection (`VectorStoreUnavailable` is a `ConnectionError`)."""
+
+def _postgres_transient() -> tuple[type[Exception], ...]:
+    """PostgreSQL's passing troubles (a dropped connection, a deadlock or serialization
+    failure), when its driver (the `postgres` extra) is installed."""
+    try:
+        from psycopg import OperationalError
+        from psycopg.errors import DeadlockDetected, SerializationFailure
+    except ImportError:
+        return ()
+    return (OperationalError, DeadlockDetected, SerializationFailure)
+
+
+TRANSIENT_STORAGE_ERRORS: tuple[type[Exception], ...] = (
+    sqlite3.OperationalError,
+    ConnectionError,
+    *_postgres_transient(),
+)
+"""A locked or busy SQLite database or PostgreSQL's passing troubles; a vector or
+embedding endpoint that dropped a connection (`VectorStoreUnavailable` is a
+`ConnectionError`)."""
 
 STORAGE_RETRY = RetryPolicy(
     max_attempts=3,

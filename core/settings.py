@@ -48,6 +48,20 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default=Path("data"), description="SQLite, Chroma and checkpoints.")
     sqlite_busy_timeout_s: float = 10.0
+    # Relational store: SQLite under data_dir (default), or a shared PostgreSQL database.
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql://… selects the PostgreSQL store (replicas); unset = SQLite.",
+    )
+    database_schema: str = Field(
+        default="public",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description="PostgreSQL schema of this deployment's tables.",
+    )
+    database_pool_size: int = Field(default=8, ge=1, description="PostgreSQL connections.")
+    memory_claim_lease_s: float = Field(
+        default=60.0, gt=0, description="How long a replica's claim on a user's memory run holds."
+    )
     log_format: Literal["text", "json"] = "text"
     ingest_max_bytes: int = Field(
         default=256 * 1024 * 1024, gt=0, description="Largest saved session `topica ingest` reads."

@@ -1,4 +1,4 @@
-"""Turning free text into SQLite FTS5 queries.
+"""Turning free text into full-text queries (SQLite FTS5 and PostgreSQL tsquery).
 
 FTS5 has no Russian stemmer, so each word is matched as a prefix of its first
 few letters: "маме", "мамы" and "мама" all hit "мам*", "running" hits "runn*".
@@ -42,12 +42,12 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def query_stems(text: str) -> list[str]:
+    """The prefixes `text`'s content words are matched by, in order, without repeats."""
+    return list(dict.fromkeys(word[:PREFIX_LETTERS] for word in query_terms(text)))
+
+
 def fts_match_expression(text: str) -> str | None:
     """An FTS5 MATCH expression for `text`, or None when it has no content words."""
-    terms = []
-    for word in query_terms(text):
-        stem = word[:PREFIX_LETTERS] if len(word) > PREFIX_LETTERS else word
-        terms.append(f'"{stem}"*')
-    if not terms:
-        return None
-    return " OR ".join(dict.fromkeys(terms))
+    stems = query_stems(text)
+    return " OR ".join(f'"{stem}"*' for stem in stems) if stems else None

@@ -73,6 +73,18 @@ class VectorStore:
         self._collections: dict[tuple[VectorKind, int], Collection] = {}
         self._lock = threading.Lock()
 
+    def heartbeat(self) -> None:
+        """Raises `VectorStoreUnavailable` unless Chroma answers (for health checks)."""
+        with self._lock:
+            try:
+                if self._client is None:
+                    self._client = self._connect()
+                self._client.heartbeat()
+            except Exception as error:
+                self._client = None
+                self._collections.clear()
+                raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
+
     def collection_name(self, kind: VectorKind, user_id: int) -> str:
         return f"{kind}-{self._namespace}-u{int(user_id)}"
 

@@ -2,6 +2,12 @@
 
 Real SQLite and a real (persistent, per-test temporary) Chroma, the real local
 multilingual embedder, and scripted fake chat models that record their prompts.
+
+Every test that builds services (`make_settings`, `make_deps`, `deps`, `relational_store`
+and the fixtures built on them) runs on both relational engines: SQLite, and PostgreSQL
+in a database created for the test session on the local server (a schema per test),
+which is skipped with its reason only where no server answers. `--stores sqlite` (or
+`TOPICA_TEST_STORES=sqlite`) runs one engine.
 The environment's `TOPICA_*` variables and `.env` are kept out, so a developer's
 configuration can never point a test at a live model or a Chroma server.
 
@@ -26,13 +32,74 @@ from core.ports import Embedder
 from core.records import NewMessage
 from core.settings import Settings
 from stores.embedders import build_embedder
+from stores.relational import RelationalStore
+from stores.services import build_relational_store
 from tests.support.messages import new_messages
 from tests.support.models import ScriptedChatModel, scripted_model
 from tests.support.openai_server import ScriptedOpenAI
-from tests.support.services import closing_each, isolated_settings, local_deps, memory_runtime
+from tests.support.postgres import postgres_test_database
+from tests.support.services import (
+    StoreEngine,
+    closing_each,
+    isolated_settings,
+    local_deps,
+    memory_runtime,
+    schema_for,
+)
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "e2e")
+
+
+POSTGRES_SERVER = os.environ.get("TOPICA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--stores",
+        default=os.environ.get("TOPICA_TEST_STORES", "sqlite,postgres"),
+        help="relational engines the store-backed tests run on (comma-separated)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_engine" in metafunc.fixturenames:
+        engines = [name for name in metafunc.config.getoption("stores").split(",") if name]
+        only = metafunc.definition.get_closest_marker("stores")
+        if only is not None:  # a test of one engine's features (`@pytest.mark.stores(...)`)
+            engines = [name for name in engines if name in only.args]
+        metafunc.parametrize("store_engine", engines, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def store_engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The relational engine (a parameter): for PostgreSQL, a fresh database on the local
+    server for the whole session, dropped at its end."""
+    if request.param == "sqlite":
+        yield "sqlite"
+        return
+    with postgres_test_database(POSTGRES_SERVER) as url:
+        if url is None:
+            pytest.skip(f"no PostgreSQL server answers at {POSTGRES_SERVER}")
+        StoreEngine.database_url = url
+        try:
+            yield "postgres"
+        finally:
+            StoreEngine.database_url = None
+
+
+@pytest.fixture(autouse=True)
+def _store_environment(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test on PostgreSQL gets the database and a schema of its own in its environment."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("store_engine") != "postgres":
+        yield
+        return
+    request.getfixturevalue("store_engine")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOPICA_DATABASE_URL", str(StoreEngine.database_url))
+        patch.setenv("TOPICA_DATABASE_SCHEMA", schema_for(request.node.nodeid))
+        yield
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -54,7 +121,7 @@ def _no_topica_environment() -> Iterator[None]:
 
 
 @pytest.fixture
-def make_settings() -> Callable[..., Settings]:
+def make_settings(store_engine: str) -> Callable[..., Settings]:
     """`make_settings(data_dir, **overrides)`: settings isolated from the environment."""
     return isolated_settings
 
@@ -66,7 +133,17 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture
-def make_deps(tmp_path: Path, embedder: Embedder) -> Iterator[Callable[..., Deps]]:
+def relational_store(store_engine: str, tmp_path: Path) -> Iterator[RelationalStore]:
+    """The relational store alone, on the test's engine."""
+    store = build_relational_store(isolated_settings(tmp_path / "data"))
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def make_deps(
+    tmp_path: Path, embedder: Embedder, store_engine: str
+) -> Iterator[Callable[..., Deps]]:
     """`make_deps(models={...}, data_dir=..., **settings)`: services over a temporary data dir."""
 
     def build(

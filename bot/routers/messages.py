@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
 from aiogram import Bot, Router
@@ -120,6 +121,7 @@ async def on_group(
     texts: Texts,
     turn: Turn,
     digester: MediaDigester,
+    elsewhere: list[MessageRow] | None = None,
 ) -> None:
     prepared = await prepare_group(
         bot,
@@ -137,7 +139,9 @@ async def on_group(
     except Exception:
         log.exception("media of user %s not kept as memory", user_key(message.from_user.id))
     try:
-        await answer_group(message, group, bot, deps, settings, texts, turn, prepared)
+        await answer_group(
+            message, group, bot, deps, settings, texts, turn, prepared, elsewhere or []
+        )
     finally:
         if prepared.documents:
             index_later(deps, message.from_user.id)
@@ -152,30 +156,49 @@ async def answer_group(
     texts: Texts,
     turn: Turn,
     prepared: PreparedGroup,
+    elsewhere: Sequence[MessageRow] = (),
 ) -> None:
-    """The turn over the group, its answer sent (streamed in a draft while written)."""
+    """The turn over the group, its answer sent (streamed in a draft while written).
+
+    `elsewhere`: the chat's unanswered messages other replicas received; they join the
+    turn in Telegram order, and the answer replies to the newest message of them all, so
+    it covers every one (`MessageRepository.unanswered`)."""
+    ids = [external_id(item) for item in group]
+    before = [
+        row for row in elsewhere if telegram_message_id(row["external_id"]) < message.message_id
+    ]
+    after = [row for row in elsewhere if row not in before]
+    text = "\n\n".join(
+        [*(row["content"] for row in before), prepared.text, *(row["content"] for row in after)]
+    )
+    ordered = sorted([*ids, *(row["external_id"] for row in elsewhere)], key=telegram_message_id)
     async with drafts_for(bot, message, settings, deps.stops) as drafts:
         try:
             result = await turn(
                 message.from_user.id,
-                prepared.text,
+                text,
                 parts=prepared.parts,
-                external_id=external_id(message),
-                earlier_ids=[
-                    external_id(item) for item in group if item.message_id != message.message_id
-                ],
+                external_id=ordered[-1],
+                earlier_ids=ordered[:-1],
                 on_text=drafts.update if drafts else None,
             )
         except Exception:
             log.exception("turn failed for user %s", user_key(message.from_user.id))
             result = None
-    await deliver(bot, message.chat.id, message.message_id, result, texts)
+    await deliver(bot, deps, message.chat.id, telegram_message_id(ordered[-1]), result, texts)
 
 
 async def deliver(
-    bot: Bot, chat_id: int, reply_to: int, result: dict[str, Any] | None, texts: Texts
+    bot: Bot,
+    deps: Deps,
+    user_id: int,
+    reply_to: int,
+    result: dict[str, Any] | None,
+    texts: Texts,
 ) -> None:
-    """Send a turn's answer (None: the turn failed) as a reply, with its Sources button."""
+    """Send a turn's answer (None: the turn failed) as a reply in the user's private chat,
+    with its Sources button; once sent, the answer is marked delivered."""
+    chat_id = user_id
     if result is None:
         await bot.send_message(
             chat_id, texts.turn_failed, reply_parameters=ReplyParameters(message_id=reply_to)
@@ -191,6 +214,8 @@ async def deliver(
         buttons=buttons,
     )
     MESSAGE_TELEGRAM.observe(time.perf_counter() - started)
+    if result["answer_id"]:
+        await asyncio.to_thread(deps.store.answers.mark_delivered, user_id, result["answer_id"])
 
 
 async def answer_unanswered(
@@ -220,16 +245,28 @@ async def answer_unanswered(
             user_key(user_id),
             len(rows),
         )
-        tasks.append(asyncio.create_task(_answer_rows(bot, user_id, rows, grouper, turn)))
+        tasks.append(asyncio.create_task(_answer_rows(bot, deps, user_id, rows, grouper, turn)))
     return tasks
 
 
 async def _answer_rows(
-    bot: Bot, user_id: int, rows: list[MessageRow], grouper: MessageGrouper, turn: Turn
+    bot: Bot,
+    deps: Deps,
+    user_id: int,
+    rows: list[MessageRow],
+    grouper: MessageGrouper,
+    turn: Turn,
 ) -> None:
-    last = rows[-1]["external_id"]
     texts = texts_for(None)
-    async with grouper.turn_lock(user_id):
+    async with grouper.turn_lock(user_id), AsyncExitStack() as replicas:
+        if deps.chat_lock is not None:  # another replica may have answered them meanwhile
+            await replicas.enter_async_context(deps.chat_lock.hold(user_id))
+            rows = await asyncio.to_thread(
+                deps.store.messages.unanswered, user_id, chat_prefix(user_id)
+            )
+            if not rows:
+                return
+        last = rows[-1]["external_id"]
         try:
             result = await turn(
                 user_id,
@@ -241,7 +278,7 @@ async def _answer_rows(
         except Exception:
             log.exception("turn failed for user %s", user_key(user_id))
             result = None
-        await deliver(bot, user_id, telegram_message_id(last), result, texts)
+        await deliver(bot, deps, user_id, telegram_message_id(last), result, texts)
 
 
 async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from stores.relational.answers import AnswerRepository
 from stores.relational.attachments import AttachmentRepository
-from stores.relational.database import Database
+from stores.relational.database import Database, SqliteDatabase
 from stores.relational.facts import FactRepository
 from stores.relational.messages import MessageRepository
 from stores.relational.people import PeopleRepository
@@ -27,10 +27,11 @@ from stores.relational.vector_queue import VectorQueue
 
 
 class RelationalStore:
-    """SQLite persistence for one Topica installation (all users, strictly separated)."""
+    """Persistence for one Topica installation (all users, strictly separated): a SQLite
+    file (a path) or any `Database` engine (PostgreSQL for replicas)."""
 
-    def __init__(self, path: Path | str, busy_timeout_s: float = 10.0) -> None:
-        self.db = Database(path, busy_timeout_s)
+    def __init__(self, db: Database | Path | str, busy_timeout_s: float = 10.0) -> None:
+        self.db = db if isinstance(db, Database) else SqliteDatabase(db, busy_timeout_s)
         self.sessions = SessionRepository(self.db)
         self.messages = MessageRepository(self.db)
         self.topics = TopicRepository(self.db)
@@ -53,6 +54,10 @@ class RelationalStore:
         """Make several repository calls one transaction: all of them happen, or none."""
         with self.db.transaction():
             yield
+
+    def ping(self) -> None:
+        """Raises unless the database answers a query."""
+        self.db.rows("SELECT 1")
 
     def close(self) -> None:
         self.db.close()

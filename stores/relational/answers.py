@@ -8,8 +8,9 @@ import sqlite3
 from typing import Any
 
 from core.errors import StoreError
-from core.records import AnsweredBy, AnswerRow, now_iso
+from core.records import REPLY_PREFIX, AnsweredBy, AnswerRow, MessageRow, now_iso
 from stores.relational.database import Repository
+from stores.relational.rows import message_row
 
 
 def answer_row(row: sqlite3.Row) -> AnswerRow:
@@ -81,3 +82,25 @@ class AnswerRepository(Repository):
             (user_id, user_id),
         )
         return [answer_row(row) for row in rows]
+
+    def mark_delivered(self, user_id: int, message_id: int) -> None:
+        """The answer `message_id` reached the user (sent to Telegram)."""
+        with self._db.transaction() as db:
+            db.execute(
+                "INSERT INTO deliveries (message_id, user_id, delivered_at) "
+                "SELECT id, user_id, ? FROM messages WHERE user_id = ? AND id = ? "
+                "AND role = 'assistant' ON CONFLICT DO NOTHING",
+                (now_iso(), user_id, message_id),
+            )
+
+    def undelivered(self, user_id: int, question_external_id: str) -> MessageRow | None:
+        """The stored answer to the user's question `question_external_id` if it never
+        reached the user (its process died between storing and sending it)."""
+        rows = self._db.rows(
+            "SELECT a.* FROM messages q JOIN messages a ON a.user_id = q.user_id "
+            "AND a.external_id = ? || q.id "
+            "WHERE q.user_id = ? AND q.external_id = ? AND a.role = 'assistant' "
+            "AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = a.id)",
+            (REPLY_PREFIX, user_id, question_external_id),
+        )
+        return message_row(rows[0]) if rows else None

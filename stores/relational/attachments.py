@@ -7,9 +7,8 @@ from collections.abc import Sequence
 
 from core.errors import StoreError
 from core.records import AttachmentRow, PassageRow, now_iso
-from stores.fulltext import fts_match_expression
 from stores.relational.database import Repository
-from stores.relational.rows import mark_pending, placeholders, plain_row, users_rows
+from stores.relational.rows import mark_pending, placeholders, plain_row
 
 PASSAGE_COLUMNS = (
     "p.id, p.attachment_id, p.message_id, p.position, p.content, a.name "
@@ -37,18 +36,18 @@ class AttachmentRepository(Repository):
                 raise StoreError(f"message {message_id} not found for user {user_id}")
             cursor = db.execute(
                 "INSERT INTO attachments (user_id, message_id, name, mime_type, content, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (user_id, message_id, name, mime_type, content, now_iso()),
             )
-            attachment_id = cursor.lastrowid
+            attachment_id = cursor.fetchone()[0]
             passage_ids = []
             for position, passage in enumerate(p for p in passages if p.strip()):
                 cursor = db.execute(
                     "INSERT INTO passages (user_id, attachment_id, message_id, position, content) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?) RETURNING id",
                     (user_id, attachment_id, message_id, position, passage.strip()),
                 )
-                passage_ids.append(cursor.lastrowid)
+                passage_ids.append(cursor.fetchone()[0])
             mark_pending(db, user_id, "passages", passage_ids)
         return self.of_messages(user_id, [message_id])[-1]
 
@@ -91,13 +90,4 @@ class AttachmentRepository(Repository):
 
     def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over the user's passages: (passage id, score), best first."""
-        expression = fts_match_expression(text)
-        if expression is None:
-            return []
-        rows = self._db.rows(
-            "SELECT p.id, -bm25(passages_fts, 1.0, 0.0) AS score FROM passages_fts "
-            "JOIN passages p ON p.id = passages_fts.rowid "
-            "WHERE passages_fts MATCH ? AND p.user_id = ? ORDER BY score DESC LIMIT ?",
-            (users_rows(user_id, "content", expression), user_id, limit),
-        )
-        return [(row[0], row[1]) for row in rows]
+        return self._db.fulltext("passages", user_id, text, limit)

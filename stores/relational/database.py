@@ -1,9 +1,15 @@
-"""One SQLite connection shared by the repositories: transactions, reads, migrations.
+"""The database the repositories share: transactions, reads, migrations, full-text search.
 
-The connection is shared between threads behind a lock, so async callers go through
-`asyncio.to_thread`. Writes that belong together run in one transaction; a
-transaction opened inside another (same thread) becomes a savepoint of it, which is
-how `RelationalStore.atomic()` lets one transaction span several repositories.
+Two engines implement it: `SqliteDatabase` here (one file, the default) and
+`stores.relational.postgres.PostgresDatabase` (a shared server, for replicas). The
+repositories write portable SQL with `?` parameters and call the engine for the parts
+that differ: full-text search (`fulltext`) and taking a user's write lock (`lock_user`).
+
+Writes that belong together run in one transaction; a transaction opened inside
+another (same thread) becomes a savepoint of it, which is how
+`RelationalStore.atomic()` lets one transaction span several repositories. SQLite's one
+connection is shared between threads behind a lock, so async callers go through
+`asyncio.to_thread`.
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from core.errors import StoreError
-from stores.relational.rows import placeholders, stored_ids
+from stores.fulltext import fts_match_expression
+from stores.relational.rows import placeholders, stored_ids, users_rows
 from stores.relational.schema import MIGRATIONS
 
 
@@ -35,6 +42,72 @@ def statements(script: str) -> Iterator[str]:
 
 
 class Database:
+    """What every engine offers the repositories (SQL with `?` parameters)."""
+
+    path: str
+    engine: str
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One transaction (a savepoint inside another); yields a connection whose
+        `execute(sql, params)` returns a cursor (`fetchone`, `fetchall`, `rowcount`)."""
+        raise NotImplementedError
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """The rows of a query; each reads by position and by column name."""
+        raise NotImplementedError
+
+    def fulltext(
+        self,
+        table: str,
+        user_id: int,
+        text: str,
+        limit: int,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[tuple[int, float]]:
+        """BM25 over the user's rows of `table` (its full-text column): (id, score), best
+        first, larger is better. `where` adds conditions on the row (`r`), with `params`."""
+        raise NotImplementedError
+
+    def lock_user(self, db: Any, user_id: int) -> None:
+        """Inside a transaction: hold the user's write lock until it ends (so two
+        processes never number one user's messages at once)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def schema_version(self) -> int:
+        raise NotImplementedError
+
+    def by_ids(self, table: str, user_id: int, ids: Sequence[int]) -> list[Any]:
+        """The user's rows of `table` among `ids`, in the order of `ids`; others' ids and
+        unknown ids (any outside 64-bit integers too) are left out. Always by primary key
+        (see `rows.placeholders`)."""
+        ids = stored_ids(ids)
+        if not ids:
+            return []
+        found = self.rows(
+            f"SELECT * FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
+            (user_id, *ids),
+        )
+        by_id = {row["id"]: row for row in found}
+        return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
+
+    def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
+        """`statement` ending in `IN`, for the given ids, in its own transaction."""
+        ids = stored_ids(ids)
+        if ids:
+            with self.transaction() as db:
+                db.execute(f"{statement} ({placeholders(ids)})", (*params, *ids))
+
+
+FULL_TEXT_COLUMNS = {"messages": "content", "topics": "summary", "passages": "content"}
+
+
+class SqliteDatabase(Database):
+    engine = "sqlite"
+
     def __init__(self, path: Path | str, busy_timeout_s: float = 10.0) -> None:
         self.path = str(path)
         if self.path != ":memory:":
@@ -132,26 +205,27 @@ class Database:
             except OverflowError:
                 return []
 
-    def by_ids(self, table: str, user_id: int, ids: Sequence[int]) -> list[sqlite3.Row]:
-        """The user's rows of `table` among `ids`, in the order of `ids`; others' ids and
-        unknown ids (any outside SQLite's integers too) are left out. Always by primary key
-        (see `rows.placeholders`)."""
-        ids = stored_ids(ids)
-        if not ids:
+    def fulltext(
+        self,
+        table: str,
+        user_id: int,
+        text: str,
+        limit: int,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[tuple[int, float]]:
+        """FTS5's bm25, negated; the index reads only the user's matches (`users_rows`)."""
+        expression = fts_match_expression(text)
+        if expression is None:
             return []
-        found = self.rows(
-            f"SELECT * FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
-            (user_id, *ids),
+        index = f"{table}_fts"
+        rows = self.rows(
+            f"SELECT r.id, -bm25({index}, 1.0, 0.0) AS score FROM {index} "
+            f"JOIN {table} r ON r.id = {index}.rowid "
+            f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?",
+            (users_rows(user_id, FULL_TEXT_COLUMNS[table], expression), user_id, *params, limit),
         )
-        by_id = {row["id"]: row for row in found}
-        return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
-
-    def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
-        """`statement` ending in `IN`, for the given ids, in its own transaction."""
-        ids = stored_ids(ids)
-        if ids:
-            with self.transaction() as db:
-                db.execute(f"{statement} ({placeholders(ids)})", (*params, *ids))
+        return [(row[0], row[1]) for row in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -33,9 +33,9 @@ class FactRepository(Repository):
             ensure_user(db, user_id)
             fact_id = db.execute(
                 "INSERT INTO facts (user_id, type, content, importance, topic_id, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (user_id, fact_type, content.strip(), importance, topic_id, stamp, stamp),
-            ).lastrowid
+            ).fetchone()[0]
             db.execute(
                 "INSERT INTO fact_history (fact_id, user_id, action, new_content, new_importance, "
                 "reason, topic_id, at) VALUES (?, ?, 'add', ?, ?, ?, ?, ?)",

@@ -17,7 +17,6 @@ from core.records import (
     now_iso,
     parse_timestamp,
 )
-from stores.fulltext import fts_match_expression
 from stores.relational.database import Repository
 from stores.relational.rows import (
     ensure_user,
@@ -26,7 +25,6 @@ from stores.relational.rows import (
     placeholders,
     plain_row,
     stored_ids,
-    users_rows,
 )
 
 
@@ -39,6 +37,7 @@ class MessageRepository(Repository):
         """
         with self._db.transaction() as db:
             ensure_user(db, user_id)
+            self._db.lock_user(db, user_id)  # replicas: one numbers the user's messages at a time
             segment = db.execute(
                 "SELECT current_segment FROM users WHERE user_id = ?", (user_id,)
             ).fetchone()[0]
@@ -56,7 +55,7 @@ class MessageRepository(Repository):
                        (user_id, seq, external_id, role, author, content, created_at, ts, segment,
                         kind)
                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                       ON CONFLICT (user_id, external_id) DO NOTHING""",
+                       ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id""",
                     (
                         user_id,
                         next_seq,
@@ -70,11 +69,12 @@ class MessageRepository(Repository):
                         kind,
                     ),
                 )
-                if cursor.rowcount:
-                    new_ids.append(cursor.lastrowid)
+                inserted = cursor.fetchone()
+                if inserted is not None:
+                    new_ids.append(inserted[0])
                     next_seq += 1
                     if kind == MEMORY_KIND:
-                        indexed.append(cursor.lastrowid)
+                        indexed.append(inserted[0])
             mark_pending(db, user_id, "messages", indexed)
         return self.by_ids(user_id, new_ids)
 
@@ -109,7 +109,8 @@ class MessageRepository(Repository):
                 mark_pending(db, user_id, "messages", [message_id])
                 if row["topic_id"] is not None:
                     db.execute(
-                        "INSERT OR IGNORE INTO stale_topics (user_id, topic_id) VALUES (?, ?)",
+                        "INSERT INTO stale_topics (user_id, topic_id) VALUES (?, ?) "
+                        "ON CONFLICT DO NOTHING",
                         (user_id, row["topic_id"]),
                     )
         return self.by_ids(user_id, [message_id])[0]
@@ -246,22 +247,10 @@ class MessageRepository(Repository):
     def search(
         self, user_id: int, text: str, limit: int, segment: int | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 full-text search over the user's conversation: (message id, score), best first.
-
-        The score is FTS5's bm25 negated, so larger is better.
-        """
-        expression = fts_match_expression(text)
-        if expression is None:
-            return []
-        sql = (
-            "SELECT m.id, -bm25(messages_fts, 1.0, 0.0) AS score FROM messages_fts "
-            "JOIN messages m ON m.id = messages_fts.rowid "
-            f"WHERE messages_fts MATCH ? AND m.user_id = ? AND m.kind = '{MEMORY_KIND}'"
-        )
-        params: list[Any] = [users_rows(user_id, "content", expression), user_id]
+        """BM25 full-text search over the user's conversation: (message id, score), best
+        first, larger is better."""
+        where, params = f"AND r.kind = '{MEMORY_KIND}'", []
         if segment is not None:
-            sql += " AND m.segment = ?"
+            where += " AND r.segment = ?"
             params.append(segment)
-        sql += " ORDER BY score DESC LIMIT ?"
-        params.append(limit)
-        return [(row[0], row[1]) for row in self._db.rows(sql, params)]
+        return self._db.fulltext("messages", user_id, text, limit, where, params)

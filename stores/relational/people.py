@@ -28,7 +28,7 @@ class PeopleRepository(Repository):
             ensure_user(db, user_id)
             person_id = db.execute(
                 "INSERT INTO people (user_id, name, aliases, username, circle, bio, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     user_id,
                     name.strip(),
@@ -39,7 +39,7 @@ class PeopleRepository(Repository):
                     stamp,
                     stamp,
                 ),
-            ).lastrowid
+            ).fetchone()[0]
             mark_pending(db, user_id, "people", [person_id])
         return self.get(user_id, person_id)
 

@@ -21,7 +21,8 @@ from core.records import (
 
 def ensure_user(db: sqlite3.Connection, user_id: int) -> None:
     db.execute(
-        "INSERT OR IGNORE INTO users(user_id, created_at) VALUES (?, ?)", (user_id, now_iso())
+        "INSERT INTO users (user_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        (user_id, now_iso()),
     )
 
 
@@ -54,7 +55,8 @@ def placeholders(values: Sequence[Any]) -> str:
 
 def mark_pending(db: sqlite3.Connection, user_id: int, kind: str, ids: Sequence[int]) -> None:
     db.executemany(
-        "INSERT OR IGNORE INTO vector_pending (user_id, kind, record_id) VALUES (?, ?, ?)",
+        "INSERT INTO vector_pending (user_id, kind, record_id) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
         [(user_id, kind, record_id) for record_id in ids],
     )
 

@@ -50,6 +50,14 @@ SUMMARY_UPDATE_TRIGGER = """
     """
 
 
+DELIVERIES = """
+    CREATE TABLE deliveries (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL,
+        delivered_at TEXT NOT NULL
+    );
+    """
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole first schema.
     """
@@ -269,5 +277,14 @@ MIGRATIONS: tuple[str, ...] = (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
     );
+    """,
+    # 9: which answers reached the user (the bot's sendMessage succeeded). An answer is
+    # stored before it is sent; one whose process died in between is sent when Telegram
+    # delivers its question again, instead of being taken for answered. Every answer
+    # stored before this migration counts as delivered.
+    DELIVERIES
+    + """
+    INSERT INTO deliveries (message_id, user_id, delivered_at)
+        SELECT id, user_id, created_at FROM messages WHERE role = 'assistant';
     """,
 )

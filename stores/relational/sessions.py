@@ -62,9 +62,19 @@ class SessionRepository(Repository):
         with self._db.transaction() as db:
             ensure_user(db, user_id)
             db.execute(
-                "INSERT OR REPLACE INTO session_summaries (user_id, segment, first_seq, "
-                "last_seq, summary, written_by, updated_at) VALUES (:user_id, :segment, "
-                ":first_seq, :last_seq, :summary, :written_by, :updated_at)",
-                row,
+                "INSERT INTO session_summaries (user_id, segment, first_seq, last_seq, summary, "
+                "written_by, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (user_id, segment) DO UPDATE SET first_seq = excluded.first_seq, "
+                "last_seq = excluded.last_seq, summary = excluded.summary, "
+                "written_by = excluded.written_by, updated_at = excluded.updated_at",
+                (
+                    user_id,
+                    segment,
+                    row["first_seq"],
+                    row["last_seq"],
+                    row["summary"],
+                    written_by,
+                    row["updated_at"],
+                ),
             )
         return row

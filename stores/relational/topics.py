@@ -6,9 +6,8 @@ from collections.abc import Sequence
 
 from core.errors import StoreError
 from core.records import MEMORY_KIND, TopicRow, now_iso
-from stores.fulltext import fts_match_expression
 from stores.relational.database import Repository
-from stores.relational.rows import mark_pending, placeholders, timestamp, topic_row, users_rows
+from stores.relational.rows import mark_pending, placeholders, timestamp, topic_row
 
 
 class TopicRepository(Repository):
@@ -40,7 +39,7 @@ class TopicRepository(Repository):
                 cursor = db.execute(
                     """INSERT INTO topics (user_id, summary, start_msg_id, end_msg_id, size_chars,
                        message_count, first_message_at, last_message_at, created_at)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
                     (
                         user_id,
                         summary.strip(),
@@ -53,7 +52,7 @@ class TopicRepository(Repository):
                         now_iso(),
                     ),
                 )
-                topic_id = cursor.lastrowid
+                topic_id = cursor.fetchone()[0]
                 free_ids = [row["id"] for row in free]
                 db.execute(
                     f"UPDATE messages SET topic_id = ? WHERE +user_id = ? "
@@ -124,7 +123,8 @@ class TopicRepository(Repository):
             db.execute(
                 """UPDATE topics SET summary = ?, start_msg_id = ?, end_msg_id = ?,
                    size_chars = ?, message_count = ?, first_message_at = ?, last_message_at = ?,
-                   consolidation_checked = 1, facts_extracted = facts_extracted AND ?
+                   consolidation_checked = 1,
+                   facts_extracted = ?
                    WHERE user_id = ? AND id = ?""",
                 (
                     merged_summary.strip(),
@@ -134,7 +134,7 @@ class TopicRepository(Repository):
                     source["message_count"] + target["message_count"],
                     firsts[0],
                     lasts[-1],
-                    source["facts_extracted"],
+                    int(bool(source["facts_extracted"]) and bool(target["facts_extracted"])),
                     user_id,
                     target_id,
                 ),
@@ -228,13 +228,4 @@ class TopicRepository(Repository):
 
     def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over the user's topic summaries: (topic id, score), best first."""
-        expression = fts_match_expression(text)
-        if expression is None:
-            return []
-        rows = self._db.rows(
-            "SELECT t.id, -bm25(topics_fts, 1.0, 0.0) AS score FROM topics_fts "
-            "JOIN topics t ON t.id = topics_fts.rowid "
-            "WHERE topics_fts MATCH ? AND t.user_id = ? ORDER BY score DESC LIMIT ?",
-            (users_rows(user_id, "summary", expression), user_id, limit),
-        )
-        return [(row[0], row[1]) for row in rows]
+        return self._db.fulltext("topics", user_id, text, limit)

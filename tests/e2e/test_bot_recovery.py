@@ -102,3 +102,41 @@ async def test_unanswered_messages_are_answered_at_start_up(make_deps: Callable[
             "assistant",
         ]
         assert deps.store.messages.unanswered(ALICE.id, f"tg-{ALICE.id}-") == []
+
+
+async def test_an_answer_stored_but_never_sent_is_sent_once_on_redelivery(
+    make_deps: Callable[..., Deps],
+):
+    """The process died after storing its answer and before sending it: Telegram's
+    redelivery gets that answer (no second turn), and a further redelivery nothing."""
+    async with running_bot(make_deps, [ALICE], turn_wait_s=0.1) as running:
+        api, deps = running.api, running.deps
+        crashed = api._message(ALICE, text="which floor is the new flat on?")
+        store_as_the_bot_did(deps, crashed)
+        (question,) = deps.store.messages.all_of(ALICE.id)
+        (answer,) = deps.indexer.store_messages(
+            ALICE.id,
+            [
+                NewMessage(
+                    external_id=f"reply-to-{question['id']}",
+                    role="assistant",
+                    content="The **third** floor, you said.",
+                    created_at=datetime.now(UTC).isoformat(),
+                )
+            ],
+        )
+        deps.store.answers.record(ALICE.id, answer["id"], {}, answered_by="memory")
+
+        api._enqueue("message", crashed)
+        [sent] = await api.wait_for_sent(ALICE.id, 1)
+        api._enqueue("message", crashed)
+        await settled(api)
+
+        assert sent.params["reply_parameters"]["message_id"] == crashed["message_id"]
+        assert "third" in sent.result["text"]
+        assert len(api.sent_messages(ALICE.id)) == 1, "sent once"
+        assert running.turns == [], "no turn: the stored answer was the answer"
+        assert (
+            deps.store.answers.undelivered(ALICE.id, f"tg-{ALICE.id}-{crashed['message_id']}")
+            is None
+        )

@@ -1,7 +1,8 @@
 """A memory-graph run killed at any node boundary resumes from its last step.
 
 The run is started in a subprocess that SIGKILLs itself right after a node's
-checkpoint; the test then resumes on the same data directory and checks that
+checkpoint; the test then resumes on the same data directory (on PostgreSQL: from
+another replica's) and checks that
 no message was lost, none is in two topics, and the result matches an
 uninterrupted run.
 """
@@ -22,6 +23,7 @@ from graphs.memory import build_memory_graph
 from stores.checkpoints import durable_checkpointer
 from stores.saved_sessions import read_session
 from stores.services import build_deps
+from tests.support.chroma_server import ChromaServer
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
 
@@ -72,8 +74,23 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, ...]]
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("node", list(NEXT_NODE))
 async def test_killed_run_resumes_without_loss_or_doubles(
-    node: str, tmp_path: Path, reference: list[tuple[str, ...]]
+    node: str,
+    tmp_path: Path,
+    reference: list[tuple[str, ...]],
+    store_engine: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """On PostgreSQL the run resumes in another replica: another data directory, the same
+    database, checkpoints and Chroma server."""
+    resume_dir = tmp_path
+    if store_engine == "postgres":
+        resume_dir = tmp_path / "another-replica"
+        chroma = ChromaServer(tmp_path / "chroma-server")
+        chroma.start()
+        request.addfinalizer(chroma.stop)
+        monkeypatch.setenv("TOPICA_CHROMA_HOST", "127.0.0.1")
+        monkeypatch.setenv("TOPICA_CHROMA_PORT", str(chroma.port))
     crashed = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "tests.support.crash_memory_run", str(tmp_path), str(SESSION), node],
@@ -84,7 +101,7 @@ async def test_killed_run_resumes_without_loss_or_doubles(
     )
     assert crashed.returncode == -9, crashed.stderr[-2000:]
 
-    deps = build_deps(Settings(data_dir=tmp_path))
+    deps = build_deps(Settings(data_dir=resume_dir))
     async with durable_checkpointer(deps.settings) as checkpointer:
         # The checkpoint holds the killed run, waiting at the node after the one that finished.
         snapshot = (
@@ -99,7 +116,7 @@ async def test_killed_run_resumes_without_loss_or_doubles(
         assert await archive_user(deps, 1, archive_all=True, checkpointer=checkpointer) == []
     deps.close()
 
-    topics, count = membership(tmp_path)
+    topics, count = membership(resume_dir)
     assert count == len(read_session(SESSION))
     assert Counter(ext for ids in topics for ext in ids) == Counter(
         ext for ids in reference for ext in ids

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,15 @@ def world_template(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder)
 
 
 @pytest.fixture
-def world(world_template: FaultWorld, make_deps: Callable[..., Deps], tmp_path: Path) -> FaultWorld:
+def world(world_template: FaultWorld, embedder: Embedder, tmp_path: Path) -> Iterator[FaultWorld]:
+    """A copy of the world's data directory for each test. These tests are about model
+    failures, and a copied SQLite file is their fixture, so they run on SQLite only (the
+    PostgreSQL store's turns are covered by the other response tests)."""
     copy = tmp_path / "world"
     shutil.copytree(world_template.deps.settings.data_dir, copy)
-    return dataclasses.replace(world_template, deps=make_deps(data_dir=copy))
+    deps = local_deps(copy, embedder)
+    yield dataclasses.replace(world_template, deps=deps)
+    deps.close()
 
 
 async def turn_with_state(

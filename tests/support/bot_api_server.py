@@ -203,6 +203,9 @@ class FakeBotAPI:
         self.webhook_url: str | None = None
         self.webhook_secret: str | None = None
         self.webhook_statuses: list[int] = []
+        self.redeliver_s: float | None = None
+        """Telegram's redelivery of updates the webhook failed (None: none)."""
+        self.redeliveries = 0
         self._background: set[asyncio.Task[None]] = set()
         self._updates: deque[dict[str, Any]] = deque()
         self._update_ids = itertools.count(1)
@@ -270,14 +273,26 @@ class FakeBotAPI:
         return payload
 
     async def _post_to_webhook(self, update: dict[str, Any]) -> None:
+        """POST the update to the webhook; with `redeliver_s`, as Telegram does, again
+        (every 0.3 s, for up to that long) while the webhook fails or cannot be reached."""
         headers = {}
         if self.webhook_secret:
             headers["X-Telegram-Bot-Api-Secret-Token"] = self.webhook_secret
-        async with (
-            aiohttp.ClientSession() as session,
-            session.post(str(self.webhook_url), json=update, headers=headers) as response,
-        ):
-            self.webhook_statuses.append(response.status)
+        deadline = time.monotonic() + (self.redeliver_s or 0.0)
+        while True:
+            try:
+                async with (
+                    aiohttp.ClientSession() as session,
+                    session.post(str(self.webhook_url), json=update, headers=headers) as response,
+                ):
+                    status = response.status
+            except aiohttp.ClientError:
+                status = 0
+            self.webhook_statuses.append(status)
+            if not (status == 0 or status >= 500) or time.monotonic() >= deadline:
+                break
+            self.redeliveries += 1
+            await asyncio.sleep(0.3)
         await self._notify()
 
     def send_text(

@@ -13,9 +13,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+STORE_VARIABLES = ("TOPICA_DATABASE_URL", "TOPICA_DATABASE_SCHEMA")
+
+
 def environment_without(*prefixes: str) -> dict[str, str]:
-    """This process's environment less every variable starting with one of `prefixes`."""
-    return {key: value for key, value in os.environ.items() if not key.startswith(prefixes)}
+    """This process's environment less every variable starting with one of `prefixes`,
+    except the test's store engine (a test on PostgreSQL starts processes on it too)."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key in STORE_VARIABLES or not key.startswith(prefixes)
+    }
 
 
 def untraced_environment() -> dict[str, str]:

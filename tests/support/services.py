@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,23 @@ from core.settings import Settings
 from stores.services import build_deps
 
 
+class StoreEngine:
+    """The PostgreSQL database of the test session, while its tests run
+    (`tests/conftest.py`). A test on PostgreSQL has `TOPICA_DATABASE_URL` and a schema of
+    its own in its environment, which its settings, the CLI and the processes it starts
+    all read; fixtures built outside a test (module or session scope) stay on SQLite."""
+
+    database_url: str | None = None
+
+
+def schema_for(key: str) -> str:
+    """A PostgreSQL schema of its own for `key` (a test's id)."""
+    return f"test_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
 def isolated_settings(data_dir: Path, **overrides: Any) -> Settings:
-    """Settings from defaults and `overrides` only (no `.env`, no environment)."""
+    """Settings from defaults and `overrides` only (no `.env`; of the environment only
+    `TOPICA_*` variables a test set, its store engine among them)."""
     return Settings(_env_file=None, data_dir=data_dir, **overrides)
 
 

@@ -21,10 +21,9 @@ from tests.support.messages import BASE_TIME, ids, new_messages
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    opened = RelationalStore(tmp_path / "topica.sqlite3")
-    yield opened
-    opened.close()
+def store(relational_store: RelationalStore) -> RelationalStore:
+    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
+    return relational_store
 
 
 def memory_answer(external_id: str, content: str, minute: int) -> NewMessage:

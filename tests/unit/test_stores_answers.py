@@ -4,7 +4,6 @@ file: recorded once per assistant message, read only by its user, gone with its 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -16,10 +15,9 @@ SOURCES = {"topics": [{"id": 4, "reason": "the vet", "excerpt": None}], "facts":
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    opened = RelationalStore(tmp_path / "topica.sqlite3")
-    yield opened
-    opened.close()
+def store(relational_store: RelationalStore) -> RelationalStore:
+    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
+    return relational_store
 
 
 def conversation(store: RelationalStore, user_id: int, make_messages, prefix: str) -> list[int]:
@@ -80,3 +78,20 @@ def test_the_record_goes_with_its_message(store: RelationalStore, make_messages)
     store.topics.delete(1, topic["id"])  # forgetting a topic deletes its messages
 
     assert store.answers.all_of(1) == []
+
+
+def test_an_answer_is_undelivered_until_marked(store: RelationalStore, make_messages) -> None:
+    question, answer = make_messages(["Which floor?", "The third."], prefix="d")
+    (stored,) = store.messages.add(1, [question])
+    answer = NewMessage(
+        **{**answer, "role": "assistant", "external_id": f"reply-to-{stored['id']}"}
+    )
+    (answer_row,) = store.messages.add(1, [answer])
+    answer_id = answer_row["id"]
+    assert store.answers.undelivered(1, question["external_id"])["id"] == answer_id
+    assert store.answers.undelivered(2, question["external_id"]) is None, "another user's"
+    store.answers.mark_delivered(2, answer_id)  # another user's id changes nothing
+    assert store.answers.undelivered(1, question["external_id"]) is not None
+    store.answers.mark_delivered(1, answer_id)
+    store.answers.mark_delivered(1, answer_id)  # twice is harmless
+    assert store.answers.undelivered(1, question["external_id"]) is None

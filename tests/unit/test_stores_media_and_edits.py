@@ -5,7 +5,6 @@ forgetting a topic taking its passages with it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -15,10 +14,9 @@ from stores.relational import RelationalStore
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    opened = RelationalStore(tmp_path / "topica.sqlite3")
-    yield opened
-    opened.close()
+def store(relational_store: RelationalStore) -> RelationalStore:
+    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
+    return relational_store
 
 
 def pending(store: RelationalStore, user_id: int, kind: str) -> list[int]:

@@ -21,10 +21,9 @@ from tests.support.messages import ids
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    opened = RelationalStore(tmp_path / "topica.sqlite3")
-    yield opened
-    opened.close()
+def store(relational_store: RelationalStore) -> RelationalStore:
+    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
+    return relational_store
 
 
 def table_names(store: RelationalStore) -> set[str]:
@@ -39,6 +38,7 @@ def topic_rows_count(store: RelationalStore) -> int:
 # -- migrations --------------------------------------------------------------------
 
 
+@pytest.mark.stores("sqlite")  # PostgreSQL's: tests/integration/test_postgres_store.py
 def test_a_new_database_is_migrated_to_the_latest_schema(store: RelationalStore):
     assert store.schema_version == len(MIGRATIONS) >= 1
     assert {"users", "messages", "topics", "facts", "fact_history", "people"} <= table_names(store)
@@ -385,6 +385,7 @@ def test_ids_outside_sqlites_integers_are_unknown_ids(
     assert store.facts.all_of(1) == [fact]
 
 
+@pytest.mark.stores("sqlite")  # SQLite's planner, without statistics
 def test_lookups_by_id_take_the_primary_key_without_planner_statistics(
     store: RelationalStore, three_topics
 ):

@@ -1,0 +1,84 @@
+"""Moving a deployment over: every relational row of a SQLite store copied into PostgreSQL.
+
+Rows keep their ids, so a shared Chroma server's vectors (keyed by record id) stay valid;
+with a local Chroma, `topica reindex` rebuilds them on the new side. Each table is copied
+in one transaction, parents before children; the target must be empty (copying twice
+would double nothing, but would hide a mistake), and after the copy each table's row
+count is compared on both sides. LangGraph checkpoints are not copied: a run in flight
+starts again from its messages, which are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.errors import StoreError
+from stores.relational import RelationalStore
+
+TABLES: tuple[str, ...] = (
+    "users",
+    "topics",
+    "messages",
+    "facts",
+    "fact_history",
+    "people",
+    "session_summaries",
+    "answers",
+    "deliveries",
+    "attachments",
+    "passages",
+    "message_edits",
+    "stale_topics",
+    "vector_pending",
+    "vector_index",
+)
+"""Every table of the store, parents first (messages point at topics, answers at
+messages, passages at attachments)."""
+
+IDENTITIES = ("topics", "messages", "facts", "fact_history", "people", "attachments",
+              "passages", "message_edits")  # fmt: skip
+BATCH = 1000
+
+
+@dataclass(frozen=True)
+class CopiedTable:
+    table: str
+    source_rows: int
+    target_rows: int
+
+    @property
+    def verified(self) -> bool:
+        return self.source_rows == self.target_rows
+
+
+def copy_store(
+    source: RelationalStore,
+    target: RelationalStore,
+    progress: Callable[[str, int], None] | None = None,
+) -> list[CopiedTable]:
+    """Copy every row of `source` into the empty `target`; each table's counts compared."""
+    busy = [table for table in TABLES if _count(target, table)]
+    if busy:
+        raise StoreError(f"the target store is not empty (rows in {', '.join(busy)})")
+    for table in TABLES:
+        columns = [row[1] for row in source.db.rows(f"PRAGMA table_info({table})")]
+        rows = source.db.rows(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
+        statement = (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+        )
+        with target.db.transaction() as db:
+            for start in range(0, len(rows), BATCH):
+                db.executemany(statement, [tuple(row) for row in rows[start : start + BATCH]])
+                if progress is not None:
+                    progress(table, min(start + BATCH, len(rows)))
+            if table in IDENTITIES:  # new rows continue after the copied ids
+                db.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                    f"COALESCE((SELECT max(id) FROM {table}), 0) + 1, false)"
+                )
+    return [CopiedTable(table, _count(source, table), _count(target, table)) for table in TABLES]
+
+
+def _count(store: RelationalStore, table: str) -> int:
+    return store.db.rows(f"SELECT count(*) FROM {table}")[0][0]
