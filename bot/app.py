@@ -34,7 +34,7 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramAPIError, TelegramNetworkError
 from aiogram.types import BotCommand
-from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+from aiogram.webhook.aiohttp_server import setup_application
 from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -55,6 +55,7 @@ from bot.retry import RetryRequestMiddleware
 from bot.routers import callbacks, commands, groups, messages, sources
 from bot.routers.messages import Turn, answer_unanswered
 from bot.texts import ENGLISH, RUSSIAN
+from bot.webhook import ReplyingRequestHandler
 from core.deps import Deps
 from core.errors import ConfigurationError, ServiceUnavailable
 from core.settings import Settings
@@ -231,8 +232,9 @@ async def run_webhook(
     app = web.Application()
     # Shutdown hooks run before the handler closes the Bot API session: they still send.
     setup_application(app, dispatcher, bot=bot, mode="webhook")
-    # Answer Telegram only after the handler ran: the incoming message is stored by then.
-    SimpleRequestHandler(
+    # Answer Telegram only after the handler ran: the incoming message is stored by then,
+    # and an answer that is one message goes in the response (`bot.webhook`).
+    ReplyingRequestHandler(
         dispatcher=dispatcher, bot=bot, secret_token=secret, handle_in_background=False
     ).register(app, path=urlsplit(settings.webhook_url).path or "/")
     runner = web.AppRunner(app)

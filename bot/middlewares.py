@@ -30,8 +30,9 @@ from aiogram.types import Chat, Message, TelegramObject, Update, User
 
 from bot.grouping import MessageGrouper
 from bot.media import describe
-from bot.sending import send_answer
+from bot.sending import answer_as_one_message, send_answer
 from bot.texts import Texts, texts_for
+from bot.webhook import WebhookReply
 from core.deps import Deps
 from core.records import MessageRow, NewMessage
 from core.tracing import user_key
@@ -239,7 +240,13 @@ class StoreIncomingMiddleware(BaseMiddleware):
                     [message],
                 )
             seen: SeenMessages = data["seen"]
-            if not stored and private and await self._send_stored_answer(deps, event, data["bot"]):
+            if (
+                not stored
+                and private
+                and await self._send_stored_answer(
+                    deps, event, data["bot"], data.get("webhook_reply")
+                )
+            ):
                 return None
             if not stored and not (private and await self._unanswered_elsewhere(deps, event, seen)):
                 log.info(
@@ -260,10 +267,12 @@ class StoreIncomingMiddleware(BaseMiddleware):
             arrival.settle()
 
     @staticmethod
-    async def _send_stored_answer(deps: Deps, event: Message, bot: Bot) -> bool:
+    async def _send_stored_answer(
+        deps: Deps, event: Message, bot: Bot, reply: WebhookReply | None
+    ) -> bool:
         """A redelivered question whose answer was stored but never sent (its process died
         in between): the stored answer is sent now, once (under the chat's lock where
-        replicas share the chat)."""
+        replicas share the chat), in the webhook's `reply` where it fits one message."""
         async with AsyncExitStack() as replicas:
             if deps.chat_lock is not None:
                 await replicas.enter_async_context(deps.chat_lock.hold(event.chat.id))
@@ -276,10 +285,20 @@ class StoreIncomingMiddleware(BaseMiddleware):
                 "the answer to message %s was stored but never sent: sending it now",
                 external_id(event),
             )
+
+            async def delivered() -> None:
+                await asyncio.to_thread(
+                    deps.store.answers.mark_delivered, event.from_user.id, answer["id"]
+                )
+
+            if reply is not None:
+                method = answer_as_one_message(
+                    event.chat.id, answer["content"], reply_to=event.message_id
+                )
+                if method is not None and reply.offer(method, delivered):
+                    return True
             await send_answer(bot, event.chat.id, answer["content"], reply_to=event.message_id)
-            await asyncio.to_thread(
-                deps.store.answers.mark_delivered, event.from_user.id, answer["id"]
-            )
+            await delivered()
             return True
 
     @staticmethod

@@ -13,6 +13,7 @@ import logging
 from aiogram import Bot
 from aiogram.enums import ParseMode
 from aiogram.exceptions import TelegramBadRequest
+from aiogram.methods import SendMessage
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
 from bot.render import html_to_plain, markdown_to_html
@@ -82,4 +83,25 @@ async def send_answer(
 ) -> list[Message]:
     return await send_html(
         bot, chat_id, markdown_to_html(markdown), reply_to=reply_to, buttons=buttons
+    )
+
+
+def answer_as_one_message(
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to: int,
+    buttons: InlineKeyboardMarkup | None = None,
+) -> SendMessage | None:
+    """The `sendMessage` that sends the answer whole (as `send_answer` would), or None when
+    it takes more than one message."""
+    parts = split_message(markdown_to_html(markdown), html=True)
+    if len(parts) != 1:
+        return None
+    return SendMessage(
+        chat_id=chat_id,
+        text=parts[0],
+        parse_mode=ParseMode.HTML,
+        reply_parameters=ReplyParameters(message_id=reply_to, allow_sending_without_reply=True),
+        reply_markup=buttons,
     )

@@ -40,8 +40,9 @@ from bot.middlewares import (
     telegram_message_id,
 )
 from bot.routers.sources import sources_button
-from bot.sending import send_answer
+from bot.sending import answer_as_one_message, send_answer
 from bot.texts import Texts, texts_for
+from bot.webhook import WebhookReply
 from core.deps import Deps
 from core.metrics import MESSAGE_TELEGRAM
 from core.records import MessageRow
@@ -122,6 +123,7 @@ async def on_group(
     turn: Turn,
     digester: MediaDigester,
     elsewhere: list[MessageRow] | None = None,
+    webhook_reply: WebhookReply | None = None,
 ) -> None:
     prepared = await prepare_group(
         bot,
@@ -140,7 +142,16 @@ async def on_group(
         log.exception("media of user %s not kept as memory", user_key(message.from_user.id))
     try:
         await answer_group(
-            message, group, bot, deps, settings, texts, turn, prepared, elsewhere or []
+            message,
+            group,
+            bot,
+            deps,
+            settings,
+            texts,
+            turn,
+            prepared,
+            elsewhere or [],
+            reply=webhook_reply,
         )
     finally:
         if prepared.documents:
@@ -157,8 +168,11 @@ async def answer_group(
     turn: Turn,
     prepared: PreparedGroup,
     elsewhere: Sequence[MessageRow] = (),
+    *,
+    reply: WebhookReply | None = None,
 ) -> None:
-    """The turn over the group, its answer sent (streamed in a draft while written).
+    """The turn over the group, its answer sent (streamed in a draft while written; in the
+    webhook's `reply` where it can be).
 
     `elsewhere`: the chat's unanswered messages other replicas received; they join the
     turn in Telegram order, and the answer replies to the newest message of them all, so
@@ -185,7 +199,9 @@ async def answer_group(
         except Exception:
             log.exception("turn failed for user %s", user_key(message.from_user.id))
             result = None
-    await deliver(bot, deps, message.chat.id, telegram_message_id(ordered[-1]), result, texts)
+    await deliver(
+        bot, deps, message.chat.id, telegram_message_id(ordered[-1]), result, texts, reply
+    )
 
 
 async def deliver(
@@ -195,9 +211,12 @@ async def deliver(
     reply_to: int,
     result: dict[str, Any] | None,
     texts: Texts,
+    reply: WebhookReply | None = None,
 ) -> None:
     """Send a turn's answer (None: the turn failed) as a reply in the user's private chat,
-    with its Sources button; once sent, the answer is marked delivered."""
+    with its Sources button; once sent, the answer is marked delivered. Given the update's
+    webhook `reply`, an answer that is one message goes in the webhook's response
+    (`bot.webhook`), marked delivered once that is written."""
     chat_id = user_id
     if result is None:
         await bot.send_message(
@@ -205,17 +224,21 @@ async def deliver(
         )
         return
     buttons = sources_button(texts, result["answer_id"]) if result["answer_id"] else None
+    text = result["answer"] or texts.stopped_before_writing
+    answer_id = result["answer_id"]
+
+    async def delivered() -> None:
+        if answer_id:
+            await asyncio.to_thread(deps.store.answers.mark_delivered, user_id, answer_id)
+
+    if reply is not None:
+        method = answer_as_one_message(chat_id, text, reply_to=reply_to, buttons=buttons)
+        if method is not None and reply.offer(method, delivered):
+            return
     started = time.perf_counter()
-    await send_answer(
-        bot,
-        chat_id,
-        result["answer"] or texts.stopped_before_writing,
-        reply_to=reply_to,
-        buttons=buttons,
-    )
+    await send_answer(bot, chat_id, text, reply_to=reply_to, buttons=buttons)
     MESSAGE_TELEGRAM.observe(time.perf_counter() - started)
-    if result["answer_id"]:
-        await asyncio.to_thread(deps.store.answers.mark_delivered, user_id, result["answer_id"])
+    await delivered()
 
 
 async def answer_unanswered(

@@ -660,6 +660,67 @@ async def test_webhook_mode_checks_the_secret_token(make_deps) -> None:
     assert deps.store.messages.count(ALICE.id) == 2
 
 
+async def test_webhook_mode_sends_a_one_message_answer_in_the_response(make_deps) -> None:
+    """The answer rides on the webhook's response (Telegram runs it and acknowledges the
+    update at once), so no kill can fall between sending it and recording it; an answer
+    longer than one message is sent with calls."""
+    paragraph = "**Lisbon** tip: take tram 28 early, before 9 am it's quiet. " * 12
+    long_answer = "\n\n".join(f"{index}. {paragraph}" for index in range(20))
+    short_answer = "Your starter is called **Bubbles**."
+    model = ToolFreeModel(
+        messages=iter([AIMessage(content=short_answer)] + [AIMessage(content=long_answer)] * 3)
+    )
+    async with FakeBotAPI() as api:
+        port = free_port()
+        deps = make_deps(
+            models={"responder": model},
+            telegram_token=api.token,
+            telegram_api_url=api.base_url,
+            allowed_user_ids=str(ALICE.id),
+            turn_wait_s=0.1,
+            webhook_url=f"http://127.0.0.1:{port}/telegram/hook",
+            webhook_port=port,
+        )
+        dispatcher = build_dispatcher(deps, deps.settings, turn=make_turn(deps, None))
+        stop = asyncio.Event()
+        server = asyncio.create_task(
+            run_webhook(dispatcher, build_bot(deps.settings), deps.settings, stop=stop)
+        )
+        await api.wait_until(lambda: api.webhook_url, what="setWebhook")
+
+        question = api.send_text(ALICE, "What is my starter called?")
+        [reply] = await api.wait_for_sent(ALICE.id, 1)
+        assert reply.in_webhook_response, "the one-message answer is the webhook's response"
+        assert reply.params["text"] == "Your starter is called <b>Bubbles</b>."
+        assert reply.params["parse_mode"] == "HTML"
+        assert reply.params["reply_parameters"]["message_id"] == question["message_id"]
+        assert reply.params["reply_markup"]["inline_keyboard"], "its Sources button too"
+        await api.wait_until(
+            lambda: (
+                deps.store.answers.undelivered(ALICE.id, f"tg-{ALICE.id}-{question['message_id']}")
+                is None
+            ),
+            what="the answer recorded as delivered once the response was written",
+        )
+        assert not api.calls_of("sendMessage", ok_only=False)[:-1]
+
+        api.send_text(ALICE, "Give me every tip you have about Lisbon.")
+        await api.wait_until(lambda: len(api.sent_messages(ALICE.id)) > 2, what="a long answer")
+        parts = api.sent_messages(ALICE.id)[1:]
+        assert not any(call.in_webhook_response for call in parts), "several messages: calls"
+        stop.set()
+        await server
+
+    stored = deps.store.messages.all_of(ALICE.id)
+    assert [row["role"] for row in stored] == ["user", "assistant", "user", "assistant"]
+    assert [answer["message_id"] for answer in deps.store.answers.all_of(ALICE.id)] == [
+        stored[1]["id"],
+        stored[3]["id"],
+    ]
+    for row in (stored[0], stored[2]):
+        assert deps.store.answers.undelivered(ALICE.id, row["external_id"]) is None
+
+
 RUN_BOT = """
 import asyncio
 from bot.app import run_bot

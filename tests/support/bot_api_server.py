@@ -109,6 +109,8 @@ class ApiCall:
     at: float = field(default_factory=time.monotonic)
     status: int = 200
     result: Any = None
+    in_webhook_response: bool = False
+    """Made by answering a webhook request with the method, as Telegram allows."""
 
 
 class HtmlError(ValueError):
@@ -286,6 +288,8 @@ class FakeBotAPI:
                     session.post(str(self.webhook_url), json=update, headers=headers) as response,
                 ):
                     status = response.status
+                    if status == 200:
+                        await self._run_webhook_response(response)
             except aiohttp.ClientError:
                 status = 0
             self.webhook_statuses.append(status)
@@ -492,9 +496,11 @@ class FakeBotAPI:
     async def _api(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
             return self._error(401, "Unauthorized")
-        method = request.match_info["method"].lower()
         params, files = await self._read_params(request)
-        call = ApiCall(method, params, files)
+        return await self._call(ApiCall(request.match_info["method"].lower(), params, files))
+
+    async def _call(self, call: ApiCall) -> web.Response:
+        method, params, files = call.method, call.params, call.files
         self.calls.append(call)
         try:
             failure = self._next_failure(method)
@@ -537,6 +543,34 @@ class FakeBotAPI:
                     files[name] = (value.filename, value.file.read())
                 else:
                     params[name] = value
+        return self._decoded(params, files)
+
+    async def _run_webhook_response(self, response: aiohttp.ClientResponse) -> None:
+        """Telegram runs the method a webhook request's response names (form data or
+        JSON with a `method` field); its result goes nowhere."""
+        params: dict[str, Any] = {}
+        files: dict[str, tuple[str, bytes]] = {}
+        if response.content_type == "application/json":
+            body = await response.json()
+            params = body if isinstance(body, dict) else {}
+        elif response.content_type == "multipart/form-data":
+            reader = aiohttp.MultipartReader(response.headers, response.content)
+            while (part := await reader.next()) is not None:
+                assert isinstance(part, aiohttp.BodyPartReader)
+                if part.filename:
+                    files[str(part.name)] = (part.filename, await part.read())
+                else:
+                    params[str(part.name)] = await part.text()
+        method = params.pop("method", None)
+        if not method:
+            return
+        params, files = self._decoded(params, files)
+        await self._call(ApiCall(str(method).lower(), params, files, in_webhook_response=True))
+
+    @staticmethod
+    def _decoded(
+        params: dict[str, Any], files: dict[str, tuple[str, bytes]]
+    ) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]]:
         for name, value in list(params.items()):
             if isinstance(value, str) and value.startswith("attach://"):
                 files[name] = files.pop(value.removeprefix("attach://"))

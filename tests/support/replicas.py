@@ -35,7 +35,8 @@ FIRST_USER = 5000
 
 
 class RoundRobin:
-    """An HTTP forwarder to `upstreams` in turn; 502 when the chosen one fails."""
+    """An HTTP forwarder to `upstreams` in turn; 502 when the chosen one fails. The
+    response's body and type go back as they came (an answer may ride in it)."""
 
     def __init__(self, upstreams: list[int]) -> None:
         self.upstreams = upstreams
@@ -55,7 +56,15 @@ class RoundRobin:
                     f"http://127.0.0.1:{port}{request.path}", data=body, headers=headers
                 ) as response,
             ):
-                return web.Response(status=response.status, body=await response.read())
+                return web.Response(
+                    status=response.status,
+                    body=await response.read(),
+                    headers={
+                        name: value
+                        for name, value in response.headers.items()
+                        if name.lower() == "content-type"
+                    },
+                )
         except (aiohttp.ClientError, TimeoutError):
             self.failures += 1
             return web.Response(status=502)
