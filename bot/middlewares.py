@@ -30,7 +30,7 @@ from aiogram.types import Chat, Message, TelegramObject, Update, User
 
 from bot.grouping import MessageGrouper
 from bot.media import describe
-from bot.sending import answer_as_one_message, send_answer
+from bot.sending import deliver_answer
 from bot.texts import Texts, texts_for
 from bot.webhook import WebhookReply
 from core.deps import Deps
@@ -291,14 +291,14 @@ class StoreIncomingMiddleware(BaseMiddleware):
                     deps.store.answers.mark_delivered, event.from_user.id, answer["id"]
                 )
 
-            if reply is not None:
-                method = answer_as_one_message(
-                    event.chat.id, answer["content"], reply_to=event.message_id
-                )
-                if method is not None and reply.offer(method, delivered):
-                    return True
-            await send_answer(bot, event.chat.id, answer["content"], reply_to=event.message_id)
-            await delivered()
+            await deliver_answer(
+                bot,
+                event.chat.id,
+                answer["content"],
+                reply_to=event.message_id,
+                reply=reply,
+                on_sent=delivered,
+            )
             return True
 
     @staticmethod

@@ -18,6 +18,7 @@ from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
 from bot.render import html_to_plain, markdown_to_html
 from bot.splitting import split_message
+from bot.webhook import OnSent, WebhookReply
 
 log = logging.getLogger(__name__)
 
@@ -105,3 +106,23 @@ def answer_as_one_message(
         reply_parameters=ReplyParameters(message_id=reply_to, allow_sending_without_reply=True),
         reply_markup=buttons,
     )
+
+
+async def deliver_answer(
+    bot: Bot,
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to: int,
+    buttons: InlineKeyboardMarkup | None = None,
+    reply: WebhookReply | None,
+    on_sent: OnSent,
+) -> None:
+    """Send the answer in the webhook's `reply` when it is one message and the response is
+    still open (`bot.webhook`), else with calls; `on_sent` once it is sent or written."""
+    if reply is not None:
+        method = answer_as_one_message(chat_id, markdown, reply_to=reply_to, buttons=buttons)
+        if method is not None and reply.offer(method, on_sent):
+            return
+    await send_answer(bot, chat_id, markdown, reply_to=reply_to, buttons=buttons)
+    await on_sent()

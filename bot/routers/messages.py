@@ -40,7 +40,7 @@ from bot.middlewares import (
     telegram_message_id,
 )
 from bot.routers.sources import sources_button
-from bot.sending import answer_as_one_message, send_answer
+from bot.sending import deliver_answer
 from bot.texts import Texts, texts_for
 from bot.webhook import WebhookReply
 from core.deps import Deps
@@ -231,14 +231,11 @@ async def deliver(
         if answer_id:
             await asyncio.to_thread(deps.store.answers.mark_delivered, user_id, answer_id)
 
-    if reply is not None:
-        method = answer_as_one_message(chat_id, text, reply_to=reply_to, buttons=buttons)
-        if method is not None and reply.offer(method, delivered):
-            return
     started = time.perf_counter()
-    await send_answer(bot, chat_id, text, reply_to=reply_to, buttons=buttons)
+    await deliver_answer(
+        bot, chat_id, text, reply_to=reply_to, buttons=buttons, reply=reply, on_sent=delivered
+    )
     MESSAGE_TELEGRAM.observe(time.perf_counter() - started)
-    await delivered()
 
 
 async def answer_unanswered(
