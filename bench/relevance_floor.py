@@ -13,7 +13,8 @@ chance. A turn is about memory when any signal reaches its floor (nodes.relevanc
 Checked leave-one-conversation-out, with the unrelated questions split in two halves as
 well (floors from four conversations and one half, measured on the fifth and the other
 half): how many LoCoMo questions the gate would turn away (recall lost) and how many
-unrelated questions it answers with "nothing".
+unrelated questions it answers with "nothing". The vector floors' growth with the size of
+the memory is fitted and checked the same way (`bench.floor_sizes`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 
+from bench.corpus import Corpus
 from bench.eval_locomo import ANSWERABLE, USER_ID, ingest
-from bench.locomo import load_conversations
+from bench.floor_sizes import MemoryCosines, by_size, show_by_size
+from bench.locomo import Question, load_conversations
 from bench.metrics import percentile
 from core.deps import Deps
 from core.progress import ProgressBoard, progress_board
@@ -70,6 +74,27 @@ class ConversationScores:
     """Best score per signal of each answerable LoCoMo question with evidence."""
     unrelated: list[Best] = field(default_factory=list)
     """...of each unrelated question, in the file's order (English, then Russian)."""
+    cosines: MemoryCosines | None = None
+    """Every question's cosine to every message and topic, for the floors by size."""
+
+
+def memory_cosines(
+    corpus: Corpus, asked: Sequence[Question], unrelated: Sequence[str]
+) -> MemoryCosines:
+    deps, user_id = corpus.deps, corpus.user_id
+    topics = deps.store.topics.all_of(user_id)
+    ids = [topic["id"] for topic in topics]
+    members = deps.store.messages.external_ids_by_topic(user_id, ids)
+    vectors = deps.vectors.vectors("topics", user_id, ids)
+    return MemoryCosines.of(
+        corpus.conversation.sample_id,
+        corpus.message_vectors,
+        np.stack([vectors[i] for i in ids if i in vectors]),
+        [[corpus.position[e] for e in members[i]] for i in ids if i in vectors],
+        np.stack([deps.embedder.encode_query(text) for text in unrelated]),
+        np.stack([deps.embedder.encode_query(q.question) for q in asked]),
+        [min(corpus.position[e] for e in q.evidence if e in corpus.position) for q in asked],
+    )
 
 
 def null_floor(scores: Sequence[float | None], quantile: float = NULL_QUANTILE) -> float:
@@ -134,12 +159,16 @@ async def score_conversation(
         deps = corpus.deps
         try:
             known = set(corpus.order)
-            asked = [
-                q.question
+            asked_questions = [
+                q
                 for q in conversation.questions
                 if q.category in ANSWERABLE and any(i in known for i in q.evidence)
             ]
+            asked = [q.question for q in asked_questions]
             scores = ConversationScores(conversation.sample_id)
+            scores.cosines = await asyncio.to_thread(
+                memory_cosines, corpus, asked_questions, unrelated
+            )
             task = progress.task(
                 f"{conversation.sample_id}: questions", len(asked) + len(unrelated), "questions"
             )
@@ -201,6 +230,7 @@ async def eval_floor(
         "scores": {
             run.sample_id: {"memory": run.memory, "unrelated": run.unrelated} for run in runs
         },
+        "by_size": by_size([run.cosines for run in runs if run.cosines is not None]),
         "cross_validation_mean": {
             key: sum(fold[key] for fold in folds) / len(folds)
             for key in ("memory_turned_away", "unrelated_nothing")
@@ -242,6 +272,7 @@ def show_floor(result: dict[str, Any], out) -> None:
         f"  mean: turned away {mean['memory_turned_away']:.1%}, "
         f"'nothing' {mean['unrelated_nothing']:.1%}"
     )
+    show_by_size(result["by_size"], out)
 
 
 def fmt(value: float | None) -> str:

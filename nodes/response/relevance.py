@@ -17,6 +17,12 @@ leave-one-conversation-out check, are in `RelevanceFloors`' docstring. It is a g
 filter: once memory is relevant, every hit votes as before, so recall can only change on
 the questions the gate turns away.
 
+The vector floors depend on the memory's size (`SizeCurve`): calibrated on memories of
+hundreds of messages, a fixed floor turned away real questions in small ones (a
+four-message memory: "How long did the restore take?" reached cosine 0.35 < 0.374). The
+full-text floors stay fixed: in a small memory BM25's idf is small, so they rarely open
+the gate there, which errs towards "nothing".
+
 Message hits count only when archived (filed in a topic), as in the fusion: the turn's
 own question is stored and indexed before the search, and would otherwise be its own best
 hit. With the vector index down the gate is open (`nodes.response.search.relevant`): the
@@ -26,6 +32,7 @@ them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -50,10 +57,49 @@ class RelevanceFloors:
         return getattr(self, signal)
 
 
-def floors_of(context: ResponseContext) -> RelevanceFloors:
+@dataclass(frozen=True)
+class SizeCurve:
+    """A vector floor that grows with the memory searched: the best cosine of an unrelated
+    question over n records grows about linearly in ln n (the maximum of more draws),
+    up to `cap`, the floor calibrated on full-size memories."""
+
+    base: float
+    per_log: float
+    cap: float
+
+    def at(self, size: int) -> float:
+        return min(self.cap, self.base + self.per_log * math.log(max(size, 1)))
+
+    @property
+    def saturation(self) -> int:
+        """The memory size from which the floor is `cap`: counting further changes nothing."""
+        if self.per_log <= 0:
+            return 1
+        return max(1, math.ceil(math.exp((self.cap - self.base) / self.per_log)))
+
+
+def message_curve(context: ResponseContext) -> SizeCurve:
+    return SizeCurve(
+        context.message_vector_floor_base,
+        context.message_vector_floor_per_log,
+        context.message_vector_floor,
+    )
+
+
+def topic_curve(context: ResponseContext) -> SizeCurve:
+    return SizeCurve(
+        context.topic_vector_floor_base,
+        context.topic_vector_floor_per_log,
+        context.topic_vector_floor,
+    )
+
+
+def floors_of(context: ResponseContext, messages: int, topics: int) -> RelevanceFloors:
+    """The floors for a memory of `messages` archived messages and `topics` topics (each
+    counted up to its curve's `saturation`)."""
     return RelevanceFloors(
-        message_vectors=context.message_vector_floor,
-        topic_vectors=context.topic_vector_floor,
+        message_vectors=message_curve(context).at(messages),
+        topic_vectors=topic_curve(context).at(topics),
         message_bm25=context.message_bm25_floor,
         topic_bm25=context.topic_bm25_floor,
     )

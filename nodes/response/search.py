@@ -36,7 +36,15 @@ from core.ports import VectorIndex, VectorKind
 from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from core.tracing import user_key
-from nodes.response.relevance import SIGNALS, Signal, best_scores, clears_floor, floors_of
+from nodes.response.relevance import (
+    SIGNALS,
+    Signal,
+    best_scores,
+    clears_floor,
+    floors_of,
+    message_curve,
+    topic_curve,
+)
 from nodes.response.topic_content import topic_date
 
 log = logging.getLogger(__name__)
@@ -265,6 +273,7 @@ def topic_search(
 
 
 def relevant(
+    deps: Deps,
     context: ResponseContext,
     hits: Hits,
     topic_of: dict[int, int | None],
@@ -274,14 +283,22 @@ def relevant(
     on this (no candidates, so the reranker is skipped).
 
     `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
-    the passage hits to their messages. With the
+    the passage hits to their messages. The vector floors are those of a memory the
+    user's size (archived messages and topics, counted only as far as the floors grow).
+    With the
     vector index down the gate is open: the floors were calibrated on all four signals
     together, and the full-text ones alone would turn away most questions memory holds
     (the turn goes on with full-text search alone, every full-text hit voting)."""
     if not context.relevance_floor or hits.vectors_down:
         return True
     archived = {message_id for message_id, topic_id in topic_of.items() if topic_id is not None}
-    return clears_floor(best_scores(hits.signals(archived, message_of)), floors_of(context))
+    best = best_scores(hits.signals(archived, message_of))
+    if not any(score is not None for score in best.values()):
+        return False
+    store, user_id = deps.store, context.user_id
+    messages = store.messages.archived_count(user_id, message_curve(context).saturation)
+    topics = store.topics.count(user_id, topic_curve(context).saturation)
+    return clears_floor(best, floors_of(context, messages, topics))
 
 
 def message_vector_ids(hits: Hits) -> list[list[int]]:
@@ -319,7 +336,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
     message_of = passage_messages(deps, user_id, hits)
     message_lists.extend(passage_lists(hits, message_of))
     topic_of = store.messages.topics_of(user_id, sorted({i for ids in message_lists for i in ids}))
-    if not relevant(context, hits, topic_of, message_of):
+    if not relevant(deps, context, hits, topic_of, message_of):
         return []
     for message_ids in message_lists:
         # Unarchived messages (the conversation going on) have no topic to vote for.

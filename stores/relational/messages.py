@@ -240,6 +240,15 @@ class MessageRepository(Repository):
     def count(self, user_id: int) -> int:
         return self._db.rows("SELECT COUNT(*) FROM messages WHERE user_id = ?", (user_id,))[0][0]
 
+    def archived_count(self, user_id: int, up_to: int) -> int:
+        """How many of the user's conversation messages are filed in a topic, counted up to
+        `up_to` (bounded work, however large the memory)."""
+        return self._db.rows(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE user_id = ? "
+            "AND topic_id IS NOT NULL AND kind = 'conversation' LIMIT ?) AS capped",
+            (user_id, up_to),
+        )[0][0]
+
     def all_of(self, user_id: int) -> list[MessageRow]:
         rows = self._db.rows("SELECT * FROM messages WHERE user_id = ? ORDER BY seq", (user_id,))
         return [message_row(row) for row in rows]

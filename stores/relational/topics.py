@@ -73,6 +73,13 @@ class TopicRepository(Repository):
             raise StoreError(f"topic {topic_id} not found for user {user_id}")
         return found[0]
 
+    def count(self, user_id: int, up_to: int) -> int:
+        """How many topics the user has, counted up to `up_to` (bounded work)."""
+        return self._db.rows(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM topics WHERE user_id = ? LIMIT ?) AS capped",
+            (user_id, up_to),
+        )[0][0]
+
     def all_of(self, user_id: int) -> list[TopicRow]:
         rows = self._db.rows(
             "SELECT * FROM topics WHERE user_id = ? ORDER BY start_msg_id, id", (user_id,)

@@ -39,11 +39,10 @@ async def test_the_agentic_turn_reports_the_rerankers_choice_and_every_llm_call(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ):
     model = server.chat_model()
-    # The relevance floor off: it was calibrated on memories of hundreds of messages, and
-    # in this four-message one the question's best scores (message cosine 0.35 < 0.374,
-    # topic 0.16 < 0.21, full text ~0) would turn it away before the reranker this test is
-    # about (the floor's own tests: tests/integration/test_relevance_floor.py).
-    deps = make_deps(models={"reranker": model, "responder": model}, relevance_floor=False)
+    # The relevance floor on, as deployed: in this four-message memory the question's best
+    # scores (message cosine 0.35, topic 0.16) clear the floors of a memory this size
+    # (0.20 and 0.11; the fixed floors of large memories, 0.374 and 0.21, turned it away).
+    deps = make_deps(models={"reranker": model, "responder": model})
     topic_id = await archived(deps)
     server.script(
         tool_call("get_topics_content", {"ids": [topic_id]}),

@@ -3,6 +3,9 @@ distribution (the best scores of unrelated questions), checked leave-one-out."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from bench.floor_sizes import SIZES, MemoryCosines, by_size, fit_curves
 from bench.relevance_floor import (
     ConversationScores,
     calibrate,
@@ -10,7 +13,7 @@ from bench.relevance_floor import (
     gated_share,
     null_floor,
 )
-from nodes.response.relevance import RelevanceFloors, best_scores, clears_floor
+from nodes.response.relevance import RelevanceFloors, SizeCurve, best_scores, clears_floor
 
 FLOORS = RelevanceFloors(message_vectors=0.5, topic_vectors=0.4, message_bm25=3.0, topic_bm25=2.0)
 
@@ -57,3 +60,54 @@ def test_leave_one_out_measures_floors_on_what_they_were_not_calibrated_on():
     held = [b for i, b in enumerate(runs[0].unrelated) if i % 2 == 0]
     assert first["unrelated_nothing"] == gated_share(held, calibrate(others))
     assert first["memory_turned_away"] == 0.5  # the 0.9 question clears, the 0.2 one not
+
+
+def test_a_vector_floor_grows_with_the_memory_and_stops_at_the_calibrated_one():
+    curve = SizeCurve(base=0.16, per_log=0.03, cap=0.374)
+    assert curve.at(1) == curve.at(0) == 0.16
+    assert curve.at(4) < curve.at(64) < curve.cap
+    assert curve.at(curve.saturation) == curve.cap
+    assert curve.at(curve.saturation - 1) < curve.cap  # counting further changes nothing
+    assert curve.at(10**9) == curve.cap
+    assert SizeCurve(0.3, 0.0, 0.3).saturation == 1  # a fixed floor needs no count
+
+
+def synthetic_memory(rng: np.random.Generator, name: str, messages: int = 300) -> MemoryCosines:
+    """Unrelated questions: cosines drawn around 0.1 to every message (around 0.05 to every
+    topic of ten messages); each LoCoMo-like question reaches 0.35 on its evidence message
+    and 0.15 on its topic, the rest like an unrelated one."""
+    topics = messages // 10
+    evidence = [int(p) for p in rng.integers(0, messages, 40)]
+    asked_messages = rng.normal(0.1, 0.08, (40, messages))
+    asked_topics = rng.normal(0.05, 0.05, (40, topics))
+    for row, position in enumerate(evidence):
+        asked_messages[row, position] = 0.35
+        asked_topics[row, position // 10] = 0.15
+    return MemoryCosines(
+        name,
+        unrelated_messages=rng.normal(0.1, 0.08, (60, messages)),
+        unrelated_topics=rng.normal(0.05, 0.05, (60, topics)),
+        memory_messages=asked_messages,
+        memory_topics=asked_topics,
+        spans=[list(range(t * 10, t * 10 + 10)) for t in range(topics)],
+        evidence=evidence,
+    )
+
+
+def test_floors_by_size_let_small_memories_through_and_still_say_nothing_to_the_unrelated():
+    rng = np.random.default_rng(7)
+    memories = [synthetic_memory(rng, name) for name in "abcde"]
+    curves = fit_curves(memories)
+    assert curves["messages"].per_log > 0 and curves["topics"].per_log > 0
+    # The cap is the fixed floor: the 95th percentile of the whole memories' best scores.
+    whole = np.concatenate([m.unrelated_messages.max(axis=1) for m in memories])
+    assert abs(curves["messages"].cap - np.percentile(whole, 95)) < 1e-12
+    rows = {row["messages"]: row for row in by_size(memories)["leave_one_out"]}
+    assert set(rows) == {*SIZES, "whole memory"}
+    four = rows[4]
+    # Fixed floors (those of 300-message memories) turn most 0.35 questions away in a
+    # four-message memory; the floors of that size do not.
+    assert four["fixed_turned_away"] > 0.5 > 0.1 > four["by_size_turned_away"]
+    assert four["by_size_nothing"] > 0.8  # about 95% per signal, two signals
+    # Where the memory is as large as the calibration, the two agree.
+    assert rows["whole memory"]["by_size_turned_away"] == rows["whole memory"]["fixed_turned_away"]

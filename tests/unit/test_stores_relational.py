@@ -231,6 +231,21 @@ def test_save_topics_points_members_at_their_topic_and_measures_characters(
     assert store.messages.unarchived(1) == []
 
 
+def test_a_memory_is_counted_by_archived_messages_and_topics_up_to_a_bound(
+    store: RelationalStore, make_messages
+):
+    """What the relevance floors are sized by (nodes.response.relevance.SizeCurve)."""
+    rows = store.messages.add(1, make_messages(["a", "b", "c", "d", "e"]))
+    store.messages.add(2, make_messages(["x", "y", "z"], prefix="other"))
+    assert store.messages.archived_count(1, 100) == store.topics.count(1, 100) == 0
+    store.topics.save(1, [("First", ids(rows[:2])), ("Second", ids(rows[2:4]))])
+    store.topics.save(2, [("Theirs", ids(store.messages.all_of(2)))])
+    assert store.messages.archived_count(1, 100) == 4  # "e" is not archived yet
+    assert store.topics.count(1, 100) == 2
+    assert store.messages.archived_count(1, 3) == 3 and store.topics.count(1, 1) == 1
+    assert store.messages.archived_count(2, 100) == 3 and store.topics.count(2, 100) == 1
+
+
 def test_save_topics_again_with_the_same_drafts_returns_the_same_topics(
     store: RelationalStore, make_messages
 ):
