@@ -14,7 +14,9 @@ Checked leave-one-conversation-out, with the unrelated questions split in two ha
 well (floors from four conversations and one half, measured on the fifth and the other
 half): how many LoCoMo questions the gate would turn away (recall lost) and how many
 unrelated questions it answers with "nothing". The vector floors' growth with the size of
-the memory is fitted and checked the same way (`bench.floor_sizes`).
+the memory is fitted and checked the same way (`bench.floor_sizes`). Whether a question
+names something memory names (the gate's rule under every floor) is recorded with each
+question (`NAMES`) and counted in both shares.
 """
 
 from __future__ import annotations
@@ -47,9 +49,12 @@ from nodes.response.relevance import (
     best_scores,
     clears_floor,
 )
+from nodes.response.search import named_in_memory
 from stores.embedders import build_embedder
 
-Best = dict[Signal, float | None]
+Best = dict[str, float | None]
+NAMES = "names"
+"""1.0 where the question names something memory names (`nodes.response.search`)."""
 NO_HIT = -1e9
 """The score of a question with no hit in a signal: below every real score."""
 HITS = 50
@@ -111,10 +116,13 @@ def calibrate(unrelated: Sequence[Best]) -> RelevanceFloors:
 
 
 def gated_share(questions: Sequence[Best], floors: RelevanceFloors) -> float:
-    """The share of questions whose best hits all stay under the floors ("nothing")."""
+    """The share of questions whose best hits all stay under the floors and that name
+    nothing memory names ("nothing")."""
     if not questions:
         return 0.0
-    return sum(not clears_floor(best, floors) for best in questions) / len(questions)
+    return sum(not clears_floor(best, floors) and not best.get(NAMES) for best in questions) / len(
+        questions
+    )
 
 
 def cross_validate(runs: Sequence[ConversationScores]) -> list[dict[str, Any]]:
@@ -175,7 +183,10 @@ async def score_conversation(
             for target, questions in ((scores.memory, asked), (scores.unrelated, unrelated)):
                 for question in questions:
                     hits = await asyncio.to_thread(signal_hits, deps, USER_ID, question)
-                    target.append(best_scores(hits))
+                    best: Best = dict(best_scores(hits))
+                    named = await asyncio.to_thread(named_in_memory, deps, USER_ID, [question])
+                    best[NAMES] = 1.0 if named else None
+                    target.append(best)
                     task.advance()
             task.finish(remove=True)
             return scores

@@ -124,9 +124,10 @@ class ResponseContext(FromSettings):
     """Off: the topic search returns its nearest topics however unrelated (nodes.relevance)."""
     # Calibrated by `topica eval floor` (local USE embedder, FTS5 bm25): each the 95th
     # percentile of the best score of 100 unrelated questions (EN+RU) on the 5 LoCoMo dev
-    # memories. There the gate turned away 1 of 760 LoCoMo questions and answered
-    # "nothing" to 84% of the unrelated ones; leave-one-conversation-out (and one half of
-    # the unrelated questions) out: 0.18% and 81%. Another embedder needs its own figures.
+    # memories. There the floors turned away 1 of 760 LoCoMo questions (none with the
+    # names rule, nodes.response.relevance) and answered "nothing" to 84% of the unrelated
+    # ones; leave-one-conversation-out (and one half of the unrelated questions) out:
+    # 0.18% and 81%. Another embedder needs its own figures.
     message_vector_floor: float = 0.374
     topic_vector_floor: float = 0.210
     # The vector floors above hold for memories that size; in a smaller one the best of

@@ -23,6 +23,12 @@ four-message memory: "How long did the restore take?" reached cosine 0.35 < 0.37
 full-text floors stay fixed: in a small memory BM25's idf is small, so they rarely open
 the gate there, which errs towards "nothing".
 
+A question that names someone or something memory names too is about memory whatever
+the scores (`name_words`, `written_as_a_name`): "Who is Anthony?" against the one
+message that mentions Anthony scores under every floor (its cosine 0.28, its BM25 3.9 in
+a long message). A word counts as a name only where memory always writes it capitalised,
+so "The" or "What", capitalised when they start a sentence, never match.
+
 Message hits count only when archived (filed in a topic), as in the fusion: the turn's
 own question is stored and indexed before the search, and would otherwise be its own best
 hit. With the vector index down the gate is open (`nodes.response.search.relevant`): the
@@ -33,6 +39,7 @@ them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -118,3 +125,34 @@ def clears_floor(best: Mapping[Signal, float | None], floors: RelevanceFloors) -
     return any(
         (score := best.get(signal)) is not None and score >= floors.of(signal) for signal in SIGNALS
     )
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+WORD = re.compile(r"\w+")
+
+
+def name_words(text: str) -> list[str]:
+    """The words a question capitalises inside a sentence (not its first word): names, as
+    "Anthony" in "Who is Anthony?" or "Марципана" in "Что сказал ветеринар про
+    Марципана?". Acronyms (all capitals) and words under three letters are left out."""
+    found: dict[str, None] = {}
+    for sentence in SENTENCE_END.split(text):
+        for word in WORD.findall(sentence)[1:]:
+            if len(word) >= 3 and word[0].isupper() and not word.isupper():
+                found[word] = None
+    return list(found)
+
+
+def written_as_a_name(word: str, contents: Iterable[str]) -> bool:
+    """Whether `contents` hold `word` (from its sixth letter on, any ending: "Марципан"
+    and "Марципана") and always capitalise it: a name, where a word that is capitalised
+    only when it starts a sentence ("The", "What") also appears in lower case."""
+    stem = word if len(word) < 6 else word[:-2]
+    pattern = re.compile(rf"\b{re.escape(stem)}\w*", re.IGNORECASE)
+    seen = False
+    for content in contents:
+        for match in pattern.finditer(content):
+            if not match.group()[0].isupper():
+                return False
+            seen = True
+    return seen

@@ -43,7 +43,9 @@ from nodes.response.relevance import (
     clears_floor,
     floors_of,
     message_curve,
+    name_words,
     topic_curve,
+    written_as_a_name,
 )
 from nodes.response.topic_content import topic_date
 
@@ -168,6 +170,8 @@ class Hits:
     """BM25 over document passages: (passage id, score), best first."""
     vectors_down: bool = False
     """The vector index failed during the search: its lists are empty, not searched."""
+    queries: Sequence[str] = ()
+    """The queries searched, in order."""
 
     @property
     def topic_text(self) -> list[list[int]]:
@@ -248,7 +252,9 @@ def find_hits(
     ]
     vector_hits = {kind: future.result() for kind, future in pending.items()}
     down = reads.unavailable is not None
-    return Hits(vector_hits, topic_scored, message_scored, passage_text, vectors_down=down)
+    return Hits(
+        vector_hits, topic_scored, message_scored, passage_text, vectors_down=down, queries=queries
+    )
 
 
 def topic_candidates(
@@ -285,6 +291,7 @@ def relevant(
     `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
     the passage hits to their messages. The vector floors are those of a memory the
     user's size (archived messages and topics, counted only as far as the floors grow).
+    Under every floor, a name the question shares with memory still makes it relevant.
     With the
     vector index down the gate is open: the floors were calibrated on all four signals
     together, and the full-text ones alone would turn away most questions memory holds
@@ -298,7 +305,26 @@ def relevant(
     store, user_id = deps.store, context.user_id
     messages = store.messages.archived_count(user_id, message_curve(context).saturation)
     topics = store.topics.count(user_id, topic_curve(context).saturation)
-    return clears_floor(best, floors_of(context, messages, topics))
+    if clears_floor(best, floors_of(context, messages, topics)):
+        return True
+    return named_in_memory(deps, user_id, hits.queries)
+
+
+NAME_HITS = 20
+"""Full-text hits read per name: enough to find one where it is written as a name."""
+
+
+def named_in_memory(deps: Deps, user_id: int, queries: Sequence[str]) -> bool:
+    """Whether a name in the queries (`name_words`) is one the user's archived conversation
+    writes as a name too (`written_as_a_name`), found through the full-text index."""
+    store = deps.store
+    for word in {word: None for query in queries for word in name_words(query)}:
+        found = [i for i, _ in store.messages.search(user_id, word, NAME_HITS)]
+        archived = [i for i, topic in store.messages.topics_of(user_id, found).items() if topic]
+        rows = store.messages.by_ids(user_id, archived)
+        if written_as_a_name(word, [r["content"] for r in rows if r["kind"] == "conversation"]):
+            return True
+    return False
 
 
 def message_vector_ids(hits: Hits) -> list[list[int]]:

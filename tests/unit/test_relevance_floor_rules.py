@@ -13,7 +13,14 @@ from bench.relevance_floor import (
     gated_share,
     null_floor,
 )
-from nodes.response.relevance import RelevanceFloors, SizeCurve, best_scores, clears_floor
+from nodes.response.relevance import (
+    RelevanceFloors,
+    SizeCurve,
+    best_scores,
+    clears_floor,
+    name_words,
+    written_as_a_name,
+)
 
 FLOORS = RelevanceFloors(message_vectors=0.5, topic_vectors=0.4, message_bm25=3.0, topic_bm25=2.0)
 
@@ -111,3 +118,20 @@ def test_floors_by_size_let_small_memories_through_and_still_say_nothing_to_the_
     assert four["by_size_nothing"] > 0.8  # about 95% per signal, two signals
     # Where the memory is as large as the calibration, the two agree.
     assert rows["whole memory"]["by_size_turned_away"] == rows["whole memory"]["fixed_turned_away"]
+
+
+def test_names_are_the_words_a_question_capitalises_inside_a_sentence():
+    assert name_words("Who is Anthony?") == ["Anthony"]
+    assert name_words("Что сказал ветеринар про Марципана? Кто он") == ["Марципана"]
+    assert name_words("Anthony called. What did he say?") == []  # first words are capitalised
+    assert name_words("Did the API of NASA and Bo change?") == []  # acronyms, short words
+    assert name_words("Have you read The Hobbit?") == ["The", "Hobbit"]
+
+
+def test_a_word_is_written_as_a_name_where_memory_never_writes_it_in_lower_case():
+    assert written_as_a_name("Anthony", ["A story. Anthony and I went out.", "Anthony's cat"])
+    assert written_as_a_name("Марципана", ["Отвёз Марципан к врачу", "Марципану лучше"])
+    assert not written_as_a_name("The", ["The end.", "the cat"])  # capitalised only at starts
+    assert not written_as_a_name("Rose", ["Rose came.", "a rose garden"])
+    assert not written_as_a_name("Anthony", ["nobody of that name"])
+    assert not written_as_a_name("Anthony", [])
