@@ -113,23 +113,46 @@ async def ask_describer(
     return texts, fallback
 
 
-def make_transcribe_by_model(deps: Deps):
-    async def transcribe_by_model(
-        state: MediaState, runtime: Runtime[MediaContext]
-    ) -> Command[Literal["describe", "keep_voice_label"]]:
-        waiting = set(state.get("untranscribed") or [])
-        items = [item for item in of_kind(state, "audio") if item["message_id"] in waiting]
-        texts, fallback = await ask_describer(
-            deps, runtime.context.user_id, prompt.TRANSCRIBE, items
-        )
-        if fallback is not None:
-            return Command(
-                goto="keep_voice_label",
-                update={"texts": texts, "describe_fallback": fallback.reason},
-            )
-        return Command(goto="describe", update={"texts": texts})
+def describer_step(
+    deps: Deps,
+    kind: Literal["audio", "image"],
+    system: str,
+    *,
+    done: str,
+    fallback: str,
+    waiting: str | None = None,
+):
+    """A node that has the describer turn the group's media of `kind` into text (only the
+    items listed in the state's `waiting` key, if given): on to `done`, or with what it
+    got so far to `fallback` when the model is missing or fails. An earlier step's
+    describer fallback stays on record."""
 
-    return transcribe_by_model
+    async def step(state: MediaState, runtime: Runtime[MediaContext]) -> Command:
+        items = of_kind(state, kind)
+        if waiting is not None:
+            wanted = set(state.get(waiting) or [])
+            items = [item for item in items if item["message_id"] in wanted]
+        texts, failure = await ask_describer(deps, runtime.context.user_id, system, items)
+        if failure is not None:
+            return Command(
+                goto=fallback, update={"texts": texts, "describe_fallback": failure.reason}
+            )
+        earlier = state.get("describe_fallback")
+        return Command(goto=done, update={"texts": texts, "describe_fallback": earlier})
+
+    return step
+
+
+def make_transcribe_by_model(deps: Deps):
+    """What the transcription endpoint could not transcribe, by the describer."""
+    return describer_step(
+        deps,
+        "audio",
+        prompt.TRANSCRIBE,
+        done="describe",
+        fallback="keep_voice_label",
+        waiting="untranscribed",
+    )
 
 
 async def keep_voice_label(state: MediaState) -> dict:
@@ -138,23 +161,8 @@ async def keep_voice_label(state: MediaState) -> dict:
 
 
 def make_describe(deps: Deps):
-    async def describe_photos(
-        state: MediaState, runtime: Runtime[MediaContext]
-    ) -> Command[Literal["save", "keep_photo_label"]]:
-        photos = of_kind(state, "image")
-        texts, fallback = await ask_describer(
-            deps, runtime.context.user_id, prompt.DESCRIBE, photos
-        )
-        if fallback is not None:
-            return Command(
-                goto="keep_photo_label",
-                update={"texts": texts, "describe_fallback": fallback.reason},
-            )
-        # The voice's fallback, if it took one, stays on record.
-        earlier = state.get("describe_fallback")
-        return Command(goto="save", update={"texts": texts, "describe_fallback": earlier})
-
-    return describe_photos
+    """The group's photos, described."""
+    return describer_step(deps, "image", prompt.DESCRIBE, done="save", fallback="keep_photo_label")
 
 
 async def keep_photo_label(state: MediaState) -> dict:

@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -627,23 +628,36 @@ async def test_worker_archives_a_stale_session_into_topics(start_bot) -> None:
     assert running.deps.vectors.count("topics", ALICE.id) == len(topics)
 
 
+@asynccontextmanager
+async def webhook_bot(
+    api: FakeBotAPI, make_deps: Callable[..., Deps], responder: Any = None
+) -> AsyncIterator[Deps]:
+    """The bot in webhook mode (no secret configured) for ALICE, until the block ends."""
+    port = free_port()
+    deps = make_deps(
+        models={"responder": responder} if responder is not None else None,
+        telegram_token=api.token,
+        telegram_api_url=api.base_url,
+        allowed_user_ids=str(ALICE.id),
+        turn_wait_s=0.1,
+        webhook_url=f"http://127.0.0.1:{port}/telegram/hook",
+        webhook_port=port,
+    )
+    dispatcher = build_dispatcher(deps, deps.settings, turn=make_turn(deps, None))
+    stop = asyncio.Event()
+    server = asyncio.create_task(
+        run_webhook(dispatcher, build_bot(deps.settings), deps.settings, stop=stop)
+    )
+    await api.wait_until(lambda: api.webhook_url, what="setWebhook")
+    try:
+        yield deps
+    finally:
+        stop.set()
+        await server
+
+
 async def test_webhook_mode_checks_the_secret_token(make_deps) -> None:
-    async with FakeBotAPI() as api:
-        port = free_port()
-        deps = make_deps(
-            telegram_token=api.token,
-            telegram_api_url=api.base_url,
-            allowed_user_ids=str(ALICE.id),
-            turn_wait_s=0.1,
-            webhook_url=f"http://127.0.0.1:{port}/telegram/hook",
-            webhook_port=port,
-        )
-        dispatcher = build_dispatcher(deps, deps.settings, turn=make_turn(deps, None))
-        stop = asyncio.Event()
-        server = asyncio.create_task(
-            run_webhook(dispatcher, build_bot(deps.settings), deps.settings, stop=stop)
-        )
-        await api.wait_until(lambda: api.webhook_url, what="setWebhook")
+    async with FakeBotAPI() as api, webhook_bot(api, make_deps) as deps:
         assert api.webhook_secret, "a secret token is generated when none is configured"
 
         sent = api.send_text(ALICE, "hello over the webhook")
@@ -653,8 +667,6 @@ async def test_webhook_mode_checks_the_secret_token(make_deps) -> None:
         api.webhook_secret = "forged"
         api.send_text(ALICE, "a forged update")
         await api.wait_until(lambda: 401 in api.webhook_statuses, what="the forged update refused")
-        stop.set()
-        await server
 
     assert deps.store.messages.all_of(ALICE.id)[0]["content"] == sent["text"]
     assert deps.store.messages.count(ALICE.id) == 2
@@ -670,24 +682,7 @@ async def test_webhook_mode_sends_a_one_message_answer_in_the_response(make_deps
     model = ToolFreeModel(
         messages=iter([AIMessage(content=short_answer)] + [AIMessage(content=long_answer)] * 3)
     )
-    async with FakeBotAPI() as api:
-        port = free_port()
-        deps = make_deps(
-            models={"responder": model},
-            telegram_token=api.token,
-            telegram_api_url=api.base_url,
-            allowed_user_ids=str(ALICE.id),
-            turn_wait_s=0.1,
-            webhook_url=f"http://127.0.0.1:{port}/telegram/hook",
-            webhook_port=port,
-        )
-        dispatcher = build_dispatcher(deps, deps.settings, turn=make_turn(deps, None))
-        stop = asyncio.Event()
-        server = asyncio.create_task(
-            run_webhook(dispatcher, build_bot(deps.settings), deps.settings, stop=stop)
-        )
-        await api.wait_until(lambda: api.webhook_url, what="setWebhook")
-
+    async with FakeBotAPI() as api, webhook_bot(api, make_deps, responder=model) as deps:
         question = api.send_text(ALICE, "What is my starter called?")
         [reply] = await api.wait_for_sent(ALICE.id, 1)
         assert reply.in_webhook_response, "the one-message answer is the webhook's response"
@@ -708,8 +703,6 @@ async def test_webhook_mode_sends_a_one_message_answer_in_the_response(make_deps
         await api.wait_until(lambda: len(api.sent_messages(ALICE.id)) > 2, what="a long answer")
         parts = api.sent_messages(ALICE.id)[1:]
         assert not any(call.in_webhook_response for call in parts), "several messages: calls"
-        stop.set()
-        await server
 
     stored = deps.store.messages.all_of(ALICE.id)
     assert [row["role"] for row in stored] == ["user", "assistant", "user", "assistant"]
