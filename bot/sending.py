@@ -3,7 +3,9 @@
 Each part is sent as HTML; the first replies to the user's message, buttons (the
 answer's Sources) go under the last. A part
 Telegram refuses to parse ("can't parse entities") is sent again as its plain
-text, so a rendering bug costs formatting, never the answer.
+text, so a rendering bug costs formatting, never the answer. An answer that is one
+well-nested message may instead ride on the webhook's response (`deliver_answer`,
+`bot.webhook`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.methods import SendMessage
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
-from bot.render import html_to_plain, markdown_to_html
+from bot.render import html_to_plain, markdown_to_html, well_nested
 from bot.splitting import split_message
 from bot.webhook import OnSent, WebhookReply
 
@@ -95,9 +97,11 @@ def answer_as_one_message(
     buttons: InlineKeyboardMarkup | None = None,
 ) -> SendMessage | None:
     """The `sendMessage` that sends the answer whole (as `send_answer` would), or None when
-    it takes more than one message."""
+    it takes more than one message or its HTML is not well nested: a method in a webhook's
+    response gets no reply, so Telegram refusing its HTML could not fall back to plain text,
+    and the answer would be lost."""
     parts = split_message(markdown_to_html(markdown), html=True)
-    if len(parts) != 1:
+    if len(parts) != 1 or not well_nested(parts[0]):
         return None
     return SendMessage(
         chat_id=chat_id,
