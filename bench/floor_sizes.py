@@ -77,6 +77,14 @@ class MemoryCosines:
         return [i for i, span in enumerate(self.spans) if any(start <= p < end for p in span)]
 
 
+def best_of(cosines: np.ndarray, columns: list[int] | slice) -> np.ndarray:
+    """Each row's best cosine among `columns` (minus infinity where there are none)."""
+    chosen = cosines[:, columns]
+    if chosen.shape[1] == 0:
+        return np.full(cosines.shape[0], -np.inf)
+    return chosen.max(axis=1)
+
+
 def unit(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix, dtype=np.float64)
     return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
@@ -91,9 +99,9 @@ def fit_curves(memories: Sequence[MemoryCosines]) -> dict[str, SizeCurve]:
         best = []
         for memory in memories:
             for start, end in memory.windows(size):
-                best.append(memory.unrelated_messages[:, start:end].max(axis=1))
+                best.append(best_of(memory.unrelated_messages, slice(start, end)))
                 topics = memory.topics_in(start, end)
-                by_topics[len(topics)].append(memory.unrelated_topics[:, topics].max(axis=1))
+                by_topics[len(topics)].append(best_of(memory.unrelated_topics, topics))
         logs.append(np.log(size))
         message_floors.append(np.percentile(np.concatenate(best), quantile))
     topic_logs, topic_floors = [], []
@@ -130,8 +138,8 @@ def measure(memory: MemoryCosines, size: int, curves: dict[str, SizeCurve]) -> t
         message_floor = curves["messages"].at(end - start)
         topic_floor = curves["topics"].at(len(topics))
         nothing.extend(
-            (memory.unrelated_messages[:, start:end].max(axis=1) < message_floor)
-            & (memory.unrelated_topics[:, topics].max(axis=1) < topic_floor)
+            (best_of(memory.unrelated_messages, slice(start, end)) < message_floor)
+            & (best_of(memory.unrelated_topics, topics) < topic_floor)
         )
     away = []
     for row, position in enumerate(memory.evidence):
@@ -139,8 +147,10 @@ def measure(memory: MemoryCosines, size: int, curves: dict[str, SizeCurve]) -> t
         end = min(memory.size, start + size)
         topics = memory.topics_in(start, end)
         away.append(
-            memory.memory_messages[row, start:end].max() < curves["messages"].at(end - start)
-            and memory.memory_topics[row, topics].max() < curves["topics"].at(len(topics))
+            best_of(memory.memory_messages[row : row + 1], slice(start, end))[0]
+            < curves["messages"].at(end - start)
+            and best_of(memory.memory_topics[row : row + 1], topics)[0]
+            < curves["topics"].at(len(topics))
         )
     return float(np.mean(nothing)), float(np.mean(away)) if away else 0.0
 
