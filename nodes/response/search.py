@@ -302,9 +302,12 @@ def relevant(
     best = best_scores(hits.signals(archived, message_of))
     if not any(score is not None for score in best.values()):
         return False
+    most_messages, most_topics = message_curve(context).saturation, topic_curve(context).saturation
+    if clears_floor(best, floors_of(context, most_messages, most_topics)):
+        return True  # over the floors of a memory of any size: nothing to count
     store, user_id = deps.store, context.user_id
-    messages = store.messages.archived_count(user_id, message_curve(context).saturation)
-    topics = store.topics.count(user_id, topic_curve(context).saturation)
+    messages = store.messages.archived_count(user_id, most_messages)
+    topics = store.topics.count(user_id, most_topics)
     if clears_floor(best, floors_of(context, messages, topics)):
         return True
     return named_in_memory(deps, user_id, hits.queries)
