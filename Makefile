@@ -3,6 +3,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 UV := $(BIN)/uv
 UV_PIP := $(UV) pip install --quiet --python $(BIN)/python
+# Bytecode is written once at install time: where PYTHONDONTWRITEBYTECODE is set (as on
+# this project's machines) every process would otherwise compile each module it imports
+# (2.2 s of a 6.2 s `topica ask`). Python still checks each .pyc against its source.
+COMPILE := $(BIN)/python -m compileall -q -j 0 $(VENV)/lib app bench bot cli core graphs nodes prompts stores
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 DATA_DIR ?= dev-data
@@ -22,11 +26,13 @@ $(UV): requirements-uv.lock
 $(RUNTIME): requirements.lock pyproject.toml $(UV)
 	$(UV_PIP) --require-hashes -r requirements.lock
 	$(UV_PIP) --no-deps -e .
+	$(COMPILE) > /dev/null
 	touch $(RUNTIME)
 
 $(DEV): requirements-dev.lock pyproject.toml $(UV)
 	$(UV_PIP) --require-hashes -r requirements-dev.lock
 	$(UV_PIP) --no-deps -e .
+	$(COMPILE) > /dev/null
 	touch $(DEV)
 
 install: $(DEV)

