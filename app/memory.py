@@ -94,7 +94,11 @@ async def _archive(
             {}, config, context=context, durability="sync" if checkpointer else None
         )
         if not state.get("chunk"):
-            break  # that last run may still have extracted facts of older topics
+            # That run may still have extracted facts of older topics (a batch of them);
+            # while it did, more may wait: a chunk can make more topics than one batch.
+            if state.get("facts_pending") and state["facts"]["status"] == "done":
+                continue
+            break
         finished(state)
     # Whatever a node stored but could not index (a vector store that blinked) is indexed
     # now; if the store is still down, the pending list waits for the next run.

@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from app.memory import archive_user
 from app.views import turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
@@ -246,6 +247,4 @@ async def chat_session(
             graph, deps, user_id, text, on_text=on_text() if on_text else None
         )
         await _resolved(write(result["answer"]))
-        from app.memory import archive_user  # the memory graph: only a chat archives
-
         await archive_user(deps, user_id, checkpointer=checkpointer)

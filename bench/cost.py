@@ -163,6 +163,7 @@ async def bench_cost(session: Path | None = None, turns: int = 20) -> dict[str, 
         "session": session.name,
         "messages": len(messages),
         "chunks": report["chunks"],
+        "topics": len(report["topics"]),
         "archived_messages": archived,
         "turns": turns,
         "archiving": {

@@ -1,12 +1,13 @@
 """An OpenAI-compatible chat server on loopback that answers every Topica agent validly.
 
 `topica bench cost` points each agent at its own model name (`bench-<agent>`), so the
-server knows which agent is asking and answers what that agent expects: the splitter one
-topic over its chunk, the merger "do not merge", the archivist one fact, the enricher a
-query, the reranker a `get_topics_content` call and then its JSON choice, the responder and
-the summariser plain text. Every request is logged with the agent and the tokens the
-reply's `usage` reports (about four characters a token, like the context budgets), so
-what the application counted can be checked against what the server saw.
+server knows which agent is asking and answers what that agent expects: the splitter
+topics of ten messages in each sitting, the merger "do not merge", the archivist a fact
+for each topic it read, the enricher a query, the reranker a `get_topics_content` call and
+then its JSON choice, the responder and the summariser plain text. Every request is logged
+with the agent and the tokens the reply's `usage` reports (about four characters a token,
+like the context budgets), so what the application counted can be checked against what
+the server saw.
 """
 
 from __future__ import annotations
@@ -60,18 +61,20 @@ averages about ten), each summarised by the words of its first message."""
 
 
 def split_topics(prompt: str) -> list[dict[str, Any]]:
-    lines = re.findall(r"^\[id=(\d+)\] \[[^\]]*\]: (.*)$", prompt, flags=re.MULTILINE)
+    """Runs of `MESSAGES_PER_TOPIC` inside each sitting of the chunk (never across one)."""
     topics = []
-    for start in range(0, len(lines), MESSAGES_PER_TOPIC):
-        run = lines[start : start + MESSAGES_PER_TOPIC]
-        words = " ".join(run[0][1].split()[:24])
-        topics.append(
-            {
-                "summary": f"The user and the assistant discuss: {words}",
-                "start_msg_id": int(run[0][0]),
-                "end_msg_id": int(run[-1][0]),
-            }
-        )
+    for sitting in re.findall(r"<sitting [^>]*>\n(.*?)\n</sitting>", prompt, flags=re.DOTALL):
+        lines = re.findall(r"^\[id=(\d+)\] \[[^\]]*\]: (.*)$", sitting, flags=re.MULTILINE)
+        for start in range(0, len(lines), MESSAGES_PER_TOPIC):
+            run = lines[start : start + MESSAGES_PER_TOPIC]
+            words = " ".join(run[0][1].split()[:24])
+            topics.append(
+                {
+                    "summary": f"The user and the assistant discuss: {words}",
+                    "start_msg_id": int(run[0][0]),
+                    "end_msg_id": int(run[-1][0]),
+                }
+            )
     return topics
 
 
@@ -83,8 +86,16 @@ def agent_reply(agent: str, body: dict[str, Any]) -> tuple[str, list[dict[str, A
     if agent == "merger":
         return json.dumps({"should_merge": False, "reason": "different subjects"}), []
     if agent == "archivist":
-        fact = {"action": "add", "type": "context", "content": "Talks about daily life."}
-        return json.dumps({"facts": [fact], "people": []}), []
+        facts = [
+            {
+                "action": "add",
+                "type": "context",
+                "content": f"Talked on {date}.",
+                "topic_id": int(i),
+            }
+            for i, date in re.findall(r'<conversation topic_id="(\d+)" date="([^"]*)">', prompt)
+        ]
+        return json.dumps({"facts": facts, "people": []}), []
     if agent == "enricher":
         return " ".join(re.findall(r"\w+", prompt)[-8:]) or "query", []
     if agent == "reranker":

@@ -77,8 +77,8 @@ class MemoryContext(FromSettings):
     """Archive every unarchived message now (saved sessions), not only stale chunks."""
     chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
     topic_max_gap_s: float = DEFAULTS.topic_max_gap.total_seconds()
-    """Consecutive messages (in time order) further apart never share a chunk or a topic,
-    whatever the splitter proposed."""
+    """Consecutive messages (in time order) further apart never share a topic, whatever
+    the splitter proposed; the pause ends a sitting, as `chunk_interval` does."""
     max_chunk_size: int = DEFAULTS.max_chunk_size
     split_threshold_chars: int = DEFAULTS.split_threshold_chars
     consolidation_similarity_threshold: float = DEFAULTS.consolidation_similarity_threshold

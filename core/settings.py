@@ -110,7 +110,7 @@ class Settings(BaseSettings):
     chunk_interval: timedelta = timedelta(hours=1)
     topic_max_gap: timedelta = Field(
         default=timedelta(hours=6),
-        description="Messages further apart than this never share a chunk or a topic.",
+        description="Messages further apart than this never share a topic.",
     )
     max_chunk_size: int = 400
     split_threshold_chars: int = 25_000

@@ -13,7 +13,7 @@ PROMPT_TAGS = frozenset(
         "earlier_in_conversation",
         "facts", "instruction", "known_facts", "known_people", "messages", "new_messages",
         "output", "people", "people_candidates", "previous_summary", "protocol", "query",
-        "recalled_topics", "recent_messages", "rules", "session_summary", "summary",
+        "recalled_topics", "recent_messages", "rules", "session_summary", "sitting", "summary",
         "system", "topic", "topic_candidates", "tool", "user", "assistant", "user_profile",
     }
 )  # fmt: skip

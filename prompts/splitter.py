@@ -9,6 +9,9 @@ conversation between the user and the assistant and divide it into topics.
 - Every message belongs to exactly one topic; topics are contiguous ranges and never overlap.
 - Start a new topic when the user changes subject, even within one sitting.
 - Keep consecutive messages about one subject together, even across a pause.
+- The chunk may hold several sittings, hours or days apart. A topic may run on into the \
+next sitting only when the user picks the same subject up again at once; never across a \
+night.
 - The summary is one or two specific sentences naming the people, places, numbers and \
 decisions discussed, written in the language the conversation was held in.
 - Message ids are the numbers in [id=...]; use only ids that appear in the chunk.
@@ -20,12 +23,17 @@ Reply with a JSON object only:
 {"topics": [{"summary": "...", "start_msg_id": 101, "end_msg_id": 117}], "stragglers": []}
 </output>"""
 
+SITTING = """\
+<sitting start="{start}">
+{conversation}
+</sitting>"""
+
 USER = """\
 <user_profile>
 {profile}
 </user_profile>
 
-<chunk first_id="{first_id}" last_id="{last_id}" messages="{count}">
+<chunk first_id="{first_id}" last_id="{last_id}" messages="{count}" sittings="{sittings}">
 {conversation}
 </chunk>"""
 

@@ -1,18 +1,23 @@
 """Load chunk: the next run of a user's unarchived messages that is ready to archive.
 
-Seed 000's triggers: a chunk ends at an inactivity gap of at least
-`chunk_interval`, at `max_chunk_size` messages, or when it would pass
-`split_threshold_chars`; and, whatever `chunk_interval` is set to, at a gap over
-`topic_max_gap`. Messages come in time order (`created_at`), not in the order they were
-stored, so an older session ingested after live chat is archived in its own time. The
-trailing chunk (the conversation still going on) is only ready once it has been quiet for
-`chunk_interval`, unless the run archives everything (a saved session).
+Seed 000's triggers: archiving starts when the conversation has been quiet for
+`chunk_interval`, or when `max_chunk_size` messages have piled up; a chunk is cut by size
+(`max_chunk_size` messages, `split_threshold_chars` characters), never by a pause, so one
+splitter call reads as many finished sittings as fit (issue 15: LLM calls per archived
+message). A *sitting* ends at a pause of `chunk_interval` or more, or over `topic_max_gap`:
+what lies before it is finished and ready even while the conversation goes on, and a chunk
+that must be cut for size is cut at the last sitting's end inside it when there is one, so
+no sitting is read in two halves. Messages come in time order (`created_at`), not in the
+order they were stored, so an older session ingested after live chat is archived in its
+own time. The trailing sitting (the conversation still going on) is only ready once it has
+been quiet for `chunk_interval`, unless the run archives everything (a saved session).
 
 Why 6 hours for `topic_max_gap`: it is the length of a separate sitting. Pauses inside one
 sitting (a meal, a meeting, an errand) stay under it, so a subject picked up after lunch
 stays one topic; a night's sleep is longer, so yesterday's conversation and today's never
-share one. It bounds topics independently of `chunk_interval`, which only decides when
-archiving runs (raised, it batches work) and says nothing about what belongs together.
+share one (validation cuts any topic there, whatever the splitter said). It bounds topics
+independently of `chunk_interval`, which only decides when archiving runs and where the
+non-LLM splitter's sittings end.
 """
 
 from __future__ import annotations
@@ -30,6 +35,24 @@ from core.records import MessageRow
 from core.state import MemoryState
 
 
+def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
+    """Whether a pause this long ends a sitting (what lies before it is finished)."""
+    return gap_s >= interval_s or gap_s > max_gap_s
+
+
+def sittings(
+    messages: Sequence[MessageRow], *, interval_s: float, max_gap_s: float = float("inf")
+) -> list[list[MessageRow]]:
+    """`messages` (in time order) cut where a pause ends a sitting."""
+    pieces: list[list[MessageRow]] = []
+    for message in messages:
+        gap = message["ts"] - pieces[-1][-1]["ts"] if pieces else 0.0
+        if not pieces or ends_sitting(gap, interval_s=interval_s, max_gap_s=max_gap_s):
+            pieces.append([])
+        pieces[-1].append(message)
+    return pieces
+
+
 def next_chunk(
     messages: Sequence[MessageRow],
     *,
@@ -43,17 +66,19 @@ def next_chunk(
     """The first ready chunk of `messages` (in time order), or [] when none is ready."""
     chunk: list[MessageRow] = []
     chars = 0
+    finished = 0  # how many of the chunk's messages lie before the last sitting's end
     for message in messages:
         if chunk:
             gap = message["ts"] - chunk[-1]["ts"]
-            too_big = len(chunk) >= max_messages or chars + len(message["content"]) > max_chars
-            if gap >= interval_s or gap > max_gap_s or too_big:
-                return chunk
+            if ends_sitting(gap, interval_s=interval_s, max_gap_s=max_gap_s):
+                finished = len(chunk)
+            if len(chunk) >= max_messages or chars + len(message["content"]) > max_chars:
+                return chunk[:finished] if finished else chunk
         chunk.append(message)
         chars += len(message["content"])
     if chunk and (archive_all or now_ts - chunk[-1]["ts"] >= interval_s):
         return chunk
-    return []
+    return chunk[:finished]
 
 
 def make_load_chunk(deps: Deps):

@@ -1,16 +1,19 @@
 """Extract facts: the Archivist agent turns finished topics into fact and people updates.
 
 search (known facts and people) → extract (the model) → diff (validated actions) →
-apply (store + vectors). Facts are never invented: without a model, or when the model
-fails on a topic, the graph takes the `defer_facts` edge with the reason, and the
-topics it could not read stay marked "facts not extracted", so a later run with a
-working model catches up.
+apply (store + vectors). One call reads as many finished topics as fit in
+`CONVERSATION_CHARS` (issue 15: a call per topic cost 11 calls per 100 archived messages);
+each fact names the topic that states it, so forgetting a topic forgets its facts.
+Facts are never invented: without a model, or when the model fails on a batch, the graph
+takes the `defer_facts` edge with the reason, and the topics it could not read stay
+marked "facts not extracted", so a later run with a working model catches up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -23,7 +26,7 @@ from core.context import MemoryContext
 from core.deps import Deps
 from core.errors import StoreError, VectorStoreUnavailable
 from core.fallbacks import AgentFallback
-from core.records import FactRow, FactType
+from core.records import FactRow, FactType, TopicRow
 from core.state import FactsReport, MemoryState
 from core.text import clip, neutralize, person_text, short_time, transcript
 from core.tracing import user_key
@@ -33,7 +36,9 @@ from prompts import archivist as prompt
 
 log = logging.getLogger(__name__)
 
+WORD = re.compile(r"\w{3,}")
 CONVERSATION_CHARS = 24_000
+"""The conversations one Archivist call reads, together (a longer topic is clipped to it)."""
 
 
 class FactAction(BaseModel):
@@ -43,6 +48,8 @@ class FactAction(BaseModel):
     content: str = ""
     importance: int = Field(default=50, ge=0, le=100)
     reason: str | None = None
+    topic_id: int | None = None
+    """The conversation that states it (may be left out when the call read one topic)."""
 
 
 class PersonAction(BaseModel):
@@ -65,13 +72,56 @@ def fact_text(fact: FactRow) -> str:
     return f"[{fact['id']}] ({fact['type']}, {fact['importance']}) {neutralize(fact['content'])}"
 
 
+def source_topic(batch: list[tuple[TopicRow, str]], action: FactAction) -> int:
+    """The topic a fact action comes from: the one it names, if the call read it; else the
+    call's only topic; else the one whose conversation shares most words with the fact
+    (the first on a tie), so a model that leaves `topic_id` out loses no fact."""
+    topic_ids = [topic["id"] for topic, _ in batch]
+    if action.topic_id in topic_ids:
+        return action.topic_id
+    if len(batch) == 1:
+        return topic_ids[0]
+    words = set(WORD.findall(action.content.casefold()))
+    shared = [len(words & set(WORD.findall(text.casefold()))) for _, text in batch]
+    return topic_ids[shared.index(max(shared))]
+
+
+def batched(
+    texts: list[tuple[TopicRow, str]], limit: int = CONVERSATION_CHARS
+) -> list[list[tuple[TopicRow, str]]]:
+    """Consecutive topics (with their transcripts) in batches of at most `limit`
+    characters of conversation; a topic is never split, and never left out."""
+    batches: list[list[tuple[TopicRow, str]]] = []
+    size = 0
+    for topic, text in texts:
+        if not batches or size + len(text) > limit:
+            batches.append([])
+            size = 0
+        batches[-1].append((topic, text))
+        size += len(text)
+    return batches
+
+
 def make_extract_facts(deps: Deps):
     store = deps.store
 
+    def read(user_id: int, topics: list[TopicRow]) -> list[list[tuple[TopicRow, str]]]:
+        """Each topic's conversation as the Archivist reads it, in batches for one call."""
+        texts = []
+        for topic in topics:
+            messages = store.messages.of_topic(user_id, topic["id"])
+            # Documents the messages carried are part of what the user told (issue 14).
+            messages = with_documents(store, user_id, messages)
+            texts.append((topic, clip(transcript(messages), CONVERSATION_CHARS)))
+        return batched(texts)
+
     async def apply(
-        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+        user_id: int,
+        batch: list[tuple[TopicRow, str]],
+        output: ArchivistOutput,
+        report: FactsReport,
     ) -> None:
-        await asyncio.to_thread(apply_and_mark, user_id, topic_id, output, report)
+        await asyncio.to_thread(apply_and_mark, user_id, batch, output, report)
         # The reply is applied for good; indexing may fail (a vector store that is down)
         # and is then caught up from the vector queue, never by asking the Archivist again.
         try:
@@ -81,15 +131,21 @@ def make_extract_facts(deps: Deps):
             log.warning("user %s: facts stored, indexing postponed: %s", user_key(user_id), error)
 
     def apply_and_mark(
-        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+        user_id: int,
+        batch: list[tuple[TopicRow, str]],
+        output: ArchivistOutput,
+        report: FactsReport,
     ) -> None:
-        """The reply's actions and the topic's facts_extracted flag, in one transaction."""
+        """The reply's actions and its topics' facts_extracted flags, in one transaction."""
         with store.atomic():
-            apply_actions(user_id, topic_id, output, report)
-            store.topics.mark_facts_extracted(user_id, [topic_id])
+            apply_actions(user_id, batch, output, report)
+            store.topics.mark_facts_extracted(user_id, [topic["id"] for topic, _ in batch])
 
-    def apply_fact(user_id: int, topic_id: int, action: FactAction, known: set[str]) -> str | None:
+    def apply_fact(
+        user_id: int, batch: list[tuple[TopicRow, str]], action: FactAction, known: set[str]
+    ) -> str | None:
         """Apply one fact action; returns the report counter it adds to, if any."""
+        topic_id = source_topic(batch, action)
         source = {"reason": action.reason, "topic_id": topic_id}
         if action.action == "add" and action.content.strip():
             if action.content.strip().casefold() in known:
@@ -124,12 +180,15 @@ def make_extract_facts(deps: Deps):
         return None
 
     def apply_actions(
-        user_id: int, topic_id: int, output: ArchivistOutput, report: FactsReport
+        user_id: int,
+        batch: list[tuple[TopicRow, str]],
+        output: ArchivistOutput,
+        report: FactsReport,
     ) -> None:
         """Apply validated actions to the store; refused ones (other users' ids) are logged."""
         known = {fact["content"].casefold() for fact in store.facts.all_of(user_id)}
         appliers = (
-            (lambda action: apply_fact(user_id, topic_id, action, known), output.facts),
+            (lambda action: apply_fact(user_id, batch, action, known), output.facts),
             (lambda action: apply_person(user_id, action), output.people),
         )
         for apply_one, actions in appliers:
@@ -161,10 +220,8 @@ def make_extract_facts(deps: Deps):
             people_merged=0,
         )
         fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
-        for topic in topics if fallback is None else []:
-            messages = await asyncio.to_thread(store.messages.of_topic, user_id, topic["id"])
-            # Documents the messages carried are part of what the user told (issue 14).
-            messages = await asyncio.to_thread(with_documents, store, user_id, messages)
+        batches = [] if fallback is not None else await asyncio.to_thread(read, user_id, topics)
+        for batch in batches:
             facts = await asyncio.to_thread(store.facts.all_of, user_id)
             people = await asyncio.to_thread(store.people.all_of, user_id)
             request = [
@@ -173,9 +230,14 @@ def make_extract_facts(deps: Deps):
                     prompt.USER.format(
                         facts="\n".join(map(fact_text, facts)) or "(none)",
                         people="\n".join(person_text(p, with_id=True) for p in people) or "(none)",
-                        topic_id=topic["id"],
-                        date=short_time(topic["first_message_at"]),
-                        conversation=clip(transcript(messages), CONVERSATION_CHARS),
+                        conversations="\n\n".join(
+                            prompt.CONVERSATION.format(
+                                topic_id=topic["id"],
+                                date=short_time(topic["first_message_at"]),
+                                conversation=text,
+                            )
+                            for topic, text in batch
+                        ),
                     )
                 ),
             ]
@@ -183,11 +245,11 @@ def make_extract_facts(deps: Deps):
                 deps.models, "archivist", request, ArchivistOutput, user_id=user_id
             )
             if isinstance(result, AgentFallback):
-                # This topic stays unextracted and is retried by a later run; the others
-                # still get their turn.
+                # These topics stay unextracted and are retried by a later run; the other
+                # batches still get their turn.
                 fallback = fallback or result
                 continue
-            await apply(user_id, topic["id"], output=result.value, report=report)
+            await apply(user_id, batch, output=result.value, report=report)
         if fallback is not None:
             report.update(status="skipped" if fallback.reason == "no_model" else "failed")
             report["reason"] = fallback.reason

@@ -115,12 +115,30 @@ async def consolidate(
     deps: Deps, context: MemoryContext, judge: Judge, merges: list[MergeRecord]
 ) -> AgentFallback | None:
     """Merge the user's topics waiting for consolidation, as `judge` decides; merges made
-    are appended to `merges`. Stops at the judge's first fallback and returns it."""
-    store, vectors, user_id = deps.store, deps.vectors, context.user_id
-    pending = await asyncio.to_thread(
-        store.topics.to_consolidate, user_id, context.consolidation_batch_size
-    )
+    are appended to `merges`. Stops at the judge's first fallback and returns it.
+
+    Topics are read `consolidation_batch_size` at a time until none waits: a chunk of
+    several sittings can save more topics than one batch, and each topic read is either
+    marked checked or merged away, so every batch makes progress."""
     gone: set[int] = set()
+    while pending := await asyncio.to_thread(
+        deps.store.topics.to_consolidate, context.user_id, context.consolidation_batch_size
+    ):
+        fallback = await consolidate_batch(deps, context, judge, merges, pending, gone)
+        if fallback is not None:
+            return fallback
+    return None
+
+
+async def consolidate_batch(
+    deps: Deps,
+    context: MemoryContext,
+    judge: Judge,
+    merges: list[MergeRecord],
+    pending: list[TopicRow],
+    gone: set[int],
+) -> AgentFallback | None:
+    store, vectors, user_id = deps.store, deps.vectors, context.user_id
     for topic in pending:
         if topic["id"] in gone:
             continue

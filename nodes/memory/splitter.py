@@ -16,7 +16,8 @@ from core.context import MemoryContext
 from core.deps import Deps
 from core.fallbacks import AgentFallback
 from core.state import MemoryState, TopicProposal
-from core.text import transcript
+from core.text import short_time, transcript
+from nodes.memory.chunking import sittings
 from nodes.memory.segmentation import segment_conversation
 from nodes.shared.agent import call_agent_json
 from prompts import splitter as prompt
@@ -40,6 +41,18 @@ def make_split(deps: Deps):
         user_id = runtime.context.user_id
         chunk = state["chunk"]
         facts = await asyncio.to_thread(deps.store.facts.core, user_id)
+        pieces = sittings(
+            chunk,
+            interval_s=runtime.context.chunk_interval_s,
+            max_gap_s=runtime.context.topic_max_gap_s,
+        )
+        conversation = "\n".join(
+            prompt.SITTING.format(
+                start=short_time(piece[0]["created_at"]),
+                conversation=transcript(piece, with_ids=True),
+            )
+            for piece in pieces
+        )
         request = [
             SystemMessage(prompt.SYSTEM),
             HumanMessage(
@@ -48,7 +61,8 @@ def make_split(deps: Deps):
                     first_id=chunk[0]["id"],
                     last_id=chunk[-1]["id"],
                     count=len(chunk),
-                    conversation=transcript(chunk, with_ids=True),
+                    sittings=len(pieces),
+                    conversation=conversation,
                 )
             ),
         ]
@@ -68,11 +82,22 @@ def make_split(deps: Deps):
 
 def make_segment(deps: Deps):
     async def segment(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
+        """Sitting by sitting: a chunk holds as many as fit, and the non-LLM splitter's
+        measures (the depth of a dip against all of the text's dips) belong to one."""
         chunk = state["chunk"]
         vectors = await asyncio.to_thread(
             deps.embedder.encode, [message["content"] for message in chunk]
         )
-        proposals = await asyncio.to_thread(segment_conversation, chunk, vectors)
+        proposals = []
+        start = 0
+        for sitting in sittings(
+            chunk,
+            interval_s=runtime.context.chunk_interval_s,
+            max_gap_s=runtime.context.topic_max_gap_s,
+        ):
+            piece = vectors[start : start + len(sitting)]
+            proposals += await asyncio.to_thread(segment_conversation, sitting, piece)
+            start += len(sitting)
         return {"proposals": proposals, "split_by": "embeddings"}
 
     return segment

@@ -3,9 +3,12 @@ people actions are applied with history and indexed, and other users' ids are re
 
 from __future__ import annotations
 
+import re
+
 from app.memory import archive_user
 from core.deps import Deps
 from core.records import MessageRow
+from tests.support.messages import new_messages
 from tests.support.models import with_models
 
 # User 1's messages, stored by the `stored` fixture (conftest.py).
@@ -230,3 +233,71 @@ async def test_a_transient_vector_store_failure_does_not_apply_a_reply_twice(
     assert len(updates) == 1
     assert result["facts"]["status"] == "done"
     assert deps.vectors.count("people", 1) == 1
+
+
+def two_topic_splitter(fake_model, stored: list[MessageRow]):
+    """Marzipan and the move (messages 1-2), then Petra (messages 3-4)."""
+    first, second = stored[:2], stored[2:]
+    return fake_model(
+        {
+            "topics": [
+                {"summary": summary, "start_msg_id": part[0]["id"], "end_msg_id": part[-1]["id"]}
+                for summary, part in (("Marzipan and the move", first), ("Petra", second))
+            ]
+        }
+    )
+
+
+async def test_one_call_reads_a_runs_topics_and_each_fact_keeps_its_topic(
+    deps: Deps, stored, fake_model
+):
+    archivist = fake_model(
+        then={
+            "facts": [
+                {"action": "add", "content": "Adopted a cat named Marzipan", "topic_id": None},
+                {"action": "add", "content": "Colleague Petra has a cat", "topic_id": 10**6},
+                {"action": "add", "content": "Petra lives in Pankow too", "topic_id": 2},
+            ]
+        }
+    )
+    splitter = two_topic_splitter(fake_model, stored)
+    models = with_models(deps, splitter=splitter, archivist=archivist)
+
+    [result] = await archive_user(models, 1, archive_all=True)
+
+    first, second = result["saved_topic_ids"]
+    assert (first, second) == (1, 2), "a fresh store numbers topics from 1 (the reply names 2)"
+    [prompt] = archivist.prompts
+    request = prompt[-1].content
+    assert 'topic_id="1"' in request and 'topic_id="2"' in request
+    assert "Marzipan" in request and "Petra from work" in request
+    assert result["facts"]["status"] == "done" and result["facts"]["added"] == 3
+    source = {fact["content"]: fact["topic_id"] for fact in deps.store.facts.all_of(1)}
+    assert source == {
+        # No usable topic_id: the topic whose conversation shares most words with the fact.
+        "Adopted a cat named Marzipan": first,
+        "Colleague Petra has a cat": second,
+        # Named: the named topic, though "Pankow" is said in the first.
+        "Petra lives in Pankow too": second,
+    }
+    assert all(topic["facts_extracted"] for topic in deps.store.topics.all_of(1))
+
+
+async def test_every_topic_gets_its_facts_batch_after_batch(make_deps, fake_model):
+    deps = make_deps(consolidation_batch_size=1)
+    stored = deps.indexer.store_messages(1, new_messages(CONVERSATION))
+    archivist = fake_model(
+        {"facts": [{"action": "add", "content": "Fact A"}]},
+        {"facts": [{"action": "add", "content": "Fact B"}]},
+    )
+    models = with_models(deps, splitter=two_topic_splitter(fake_model, stored), archivist=archivist)
+
+    [result] = await archive_user(models, 1, archive_all=True)
+
+    read = [re.findall(r'topic_id="(\d+)"', prompt[-1].content) for prompt in archivist.prompts]
+    assert sorted(int(ids[0]) for ids in read) == sorted(result["saved_topic_ids"])
+    assert [len(ids) for ids in read] == [1, 1]  # a batch of one topic per run
+    # A fact from a call that read one topic is that topic's, named or not.
+    source = {fact["content"]: fact["topic_id"] for fact in deps.store.facts.all_of(1)}
+    assert source == {"Fact A": int(read[0][0]), "Fact B": int(read[1][0])}
+    assert deps.store.topics.without_facts(1, 10) == []

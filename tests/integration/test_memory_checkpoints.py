@@ -26,6 +26,10 @@ TALK = [
 ]
 
 
+CHUNK_SIZE = 6
+"""Smaller than the talk (8 messages): two chunks, the first cut where its sitting ends."""
+
+
 async def store_talk(deps: Deps, make_messages) -> list[int]:
     # Two sittings three hours apart: two chunks on the same thread.
     messages = make_messages(TALK, gaps={4: timedelta(hours=3)})
@@ -33,8 +37,9 @@ async def store_talk(deps: Deps, make_messages) -> list[int]:
 
 
 async def test_archiving_twice_with_a_checkpointer_is_idempotent(
-    deps: Deps, make_messages, tmp_path: Path
+    make_deps, make_messages, tmp_path: Path
 ):
+    deps = make_deps(max_chunk_size=CHUNK_SIZE)
     ids = await store_talk(deps, make_messages)
 
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite3")) as saver:
@@ -54,8 +59,9 @@ async def test_archiving_twice_with_a_checkpointer_is_idempotent(
 
 
 async def test_a_run_interrupted_before_save_is_resumed_without_duplicates(
-    deps: Deps, make_messages, tmp_path: Path
+    make_deps, make_messages, tmp_path: Path
 ):
+    deps = make_deps(max_chunk_size=CHUNK_SIZE)
     ids = await store_talk(deps, make_messages)
     config = memory_thread(1)
 
@@ -64,7 +70,9 @@ async def test_a_run_interrupted_before_save_is_resumed_without_duplicates(
             checkpointer=saver, interrupt_before=["save"]
         )
         await interrupted.ainvoke(
-            {"chunk": []}, config, context=MemoryContext(user_id=1, archive_all=True)
+            {"chunk": []},
+            config,
+            context=MemoryContext(user_id=1, archive_all=True, max_chunk_size=CHUNK_SIZE),
         )
         paused = await interrupted.aget_state(config)
         assert paused.next == ("save",)

@@ -27,7 +27,13 @@ import pytest
 from app.memory import archive_user
 from core.deps import Deps
 from core.records import NewMessage
-from tests.support.conversations import CAT_TALK, FIRST_DAY, POSTGRES_TALK, told_twice
+from tests.support.conversations import (
+    CAT_TALK,
+    FIRST_DAY,
+    POSTGRES_TALK,
+    archive_day_by_day,
+    told_twice,
+)
 from tests.support.faults import (
     ENOUGH,
     JSON_AGENT_FAULTS,
@@ -53,12 +59,10 @@ def failing_agent(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI, agent: str, step: Step
 ) -> tuple[Deps, list[NewMessage]]:
     """Services whose `agent` gets `step` from the provider on every call, and the cat
-    conversation told twice, stored for user 1."""
+    conversation told twice, for user 1 (stored by `archive_day_by_day`)."""
     deps = make_deps(models={agent: chat_model(server)})
-    sent = told_twice()
-    deps.indexer.store_messages(USER, sent)
     server.script(*[step] * ENOUGH)
-    return deps, sent
+    return deps, told_twice()
 
 
 # -- the memory graph -------------------------------------------------------------------
@@ -70,7 +74,7 @@ async def test_a_failing_splitter_takes_the_segment_edge_and_loses_nothing(
 ):
     deps, sent = failing_agent(make_deps, server, "splitter", fault.step)
 
-    results = await archive_user(deps, USER, archive_all=True)
+    results = await archive_day_by_day(deps, USER, sent)
 
     assert len(server.chat_requests) == len(results) == 2
     assert [result["split_by"] for result in results] == ["embeddings", "embeddings"]
@@ -85,7 +89,7 @@ async def test_a_failing_merger_leaves_the_decision_to_the_rule(
 ):
     deps, sent = failing_agent(make_deps, server, "merger", fault.step)
 
-    first, second = await archive_user(deps, USER, archive_all=True)
+    first, second = await archive_day_by_day(deps, USER, sent)
 
     assert len(server.chat_requests) == 1
     assert first["merges"] == []
@@ -103,7 +107,7 @@ async def test_a_failing_archivist_fails_its_facts_and_the_topics_are_retried_ne
 ):
     deps, sent = failing_agent(make_deps, server, "archivist", fault.step)
 
-    results = await archive_user(deps, USER, archive_all=True)
+    results = await archive_day_by_day(deps, USER, sent)
 
     facts = results[-1]["facts"]
     assert (facts["status"], facts["reason"], facts["waiting"]) == ("failed", fault.reason, 1)
@@ -137,7 +141,7 @@ async def test_topics_whose_facts_failed_are_retried_by_the_next_run_without_new
     waiting for their facts: the next run has to ask again. (The bot's worker only runs
     users with a ready chunk, so today a user who stops talking never gets them.)"""
     deps, sent = failing_agent(make_deps, server, "archivist", http_error(500, "upstream exploded"))
-    results = await archive_user(deps, USER, archive_all=True)
+    results = await archive_day_by_day(deps, USER, sent)
     assert results[-1]["facts"]["status"] == "failed"
 
     server.clear_script()
@@ -165,11 +169,10 @@ async def test_rate_limits_are_waited_out_and_the_agents_answers_used(
             }
         )
         sent = told_twice()
-        rows = deps.indexer.store_messages(USER, sent)
         limited = http_error(429, "slow down", retry_after=0.2)
-        for chunk in (rows[:6], rows[6:]):
-            topic = {"summary": "Marzipan's renal diet", "start_msg_id": chunk[0]["id"]}
-            topic["end_msg_id"] = chunk[-1]["id"]
+        for first_id in (1, 7):  # the ids the two days' six messages are stored under
+            topic = {"summary": "Marzipan's renal diet", "start_msg_id": first_id}
+            topic["end_msg_id"] = first_id + 5
             splitter_server.script(limited, reply(json.dumps({"topics": [topic]})))
         merger_server.script(
             limited,
@@ -179,7 +182,7 @@ async def test_rate_limits_are_waited_out_and_the_agents_answers_used(
         archivist_server.script(*[limited, reply(json.dumps({"facts": [fact]}))] * 2)
         started = asyncio.get_running_loop().time()
 
-        first, second = await archive_user(deps, USER, archive_all=True)
+        first, second = await archive_day_by_day(deps, USER, sent)
 
         waited = asyncio.get_running_loop().time() - started
         assert [r["split_by"] for r in (first, second)] == ["llm", "llm"]

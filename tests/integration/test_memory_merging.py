@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from app.memory import archive_user
 from core.deps import Deps
 from core.errors import StoreError
 from core.state import MemoryState
-from tests.support.conversations import CAT_TALK, FIRST_DAY, THIRD_DAY, told_twice
+from tests.support.conversations import (
+    CAT_TALK,
+    FIRST_DAY,
+    THIRD_DAY,
+    archive_day_by_day,
+    told_twice,
+)
 from tests.support.models import with_models
 
 
 async def tell_twice(deps: Deps) -> list[MemoryState]:
-    """The same conversation on one day and again two days later: two chunks, two topics."""
-    deps.indexer.store_messages(1, told_twice())
-    return await archive_user(deps, 1, archive_all=True)
+    """The same conversation on one day and again two days later, each archived on its day:
+    two chunks, two topics."""
+    return await archive_day_by_day(deps, 1, told_twice())
 
 
 def all_message_ids(deps: Deps) -> list[int]:
@@ -112,10 +117,10 @@ async def test_different_subjects_are_not_merged(deps: Deps, make_messages):
         "We have about 80 GB of data and a maintenance window on Sunday.",
         "Then pg_upgrade --link is fastest; rehearse it on staging first.",
     ]
-    deps.indexer.store_messages(1, make_messages(CAT_TALK, prefix="a", start=FIRST_DAY))
-    deps.indexer.store_messages(1, make_messages(postgres, prefix="b", start=THIRD_DAY))
+    told = make_messages(CAT_TALK, prefix="a", start=FIRST_DAY)
+    told += make_messages(postgres, prefix="b", start=THIRD_DAY)
 
-    results = await archive_user(deps, 1, archive_all=True)
+    results = await archive_day_by_day(deps, 1, told)
 
     assert [state["merges"] for state in results] == [[], []]
     assert len(deps.store.topics.all_of(1)) == 2

@@ -1,4 +1,6 @@
-"""Chunking: seed 000's triggers (inactivity gap, message count, characters) and staleness."""
+"""Chunking: seed 000's triggers (inactivity, message count, characters), sittings and
+staleness. A pause ends a sitting, not a chunk: a chunk holds as many finished sittings as
+fit, so one splitter call reads them all (issue 15)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.deps import Deps
 from core.records import MessageRow
-from nodes.memory.chunking import make_load_chunk, next_chunk, route_after_load
+from nodes.memory.chunking import make_load_chunk, next_chunk, route_after_load, sittings
 from tests.support.messages import message_row
 
 HOUR = 3600.0
@@ -35,12 +37,33 @@ def chunk_ids(messages: Sequence[MessageRow], **overrides) -> list[int]:
     return [message["id"] for message in next_chunk(messages, **options)]
 
 
-def test_a_gap_of_exactly_the_interval_ends_the_chunk():
-    assert chunk_ids(rows([0, 60, 60 + HOUR, 120 + HOUR])) == [1, 2]
+def test_a_gap_of_exactly_the_interval_ends_a_sitting_and_the_sitting_is_ready():
+    messages = rows([0, 60, 60 + HOUR, 120 + HOUR])
+    assert chunk_ids(messages, archive_all=False, now_ts=130 + HOUR) == [1, 2]
+    assert [[m["id"] for m in piece] for piece in sittings(messages, interval_s=HOUR)] == [
+        [1, 2],
+        [3, 4],
+    ]
 
 
 def test_a_gap_just_under_the_interval_does_not():
-    assert chunk_ids(rows([0, 60, 60 + HOUR - 1])) == [1, 2, 3]
+    messages = rows([0, 60, 60 + HOUR - 1])
+    assert chunk_ids(messages, archive_all=False, now_ts=70 + HOUR - 1) == []
+    assert len(sittings(messages, interval_s=HOUR)) == 1
+
+
+def test_finished_sittings_share_one_chunk():
+    messages = rows([0, 60, 60 + HOUR, 120 + HOUR, 3 * HOUR, 3 * HOUR + 60])
+    assert chunk_ids(messages) == [1, 2, 3, 4, 5, 6]
+    assert chunk_ids(messages, archive_all=False, now_ts=3 * HOUR + 70) == [1, 2, 3, 4]
+
+
+def test_a_chunk_cut_for_size_ends_where_a_sitting_ends():
+    messages = rows([0, 60, 60 + HOUR, 120 + HOUR, 180 + HOUR])
+    assert chunk_ids(messages, max_messages=4) == [1, 2]
+    assert chunk_ids(messages, max_chars=45) == [1, 2]
+    # One sitting longer than the limit is cut where the limit falls.
+    assert chunk_ids(messages[2:], max_messages=2) == [3, 4]
 
 
 def test_the_chunk_ends_at_max_messages():
@@ -108,9 +131,12 @@ def test_chunking_everything_partitions_the_messages_in_order(
         assert chunk, "archive_all must always make progress"
         assert len(chunk) <= max_messages
         assert len(chunk) == 1 or sum(len(m["content"]) for m in chunk) <= max_chars
-        assert all(b["ts"] - a["ts"] < HOUR for a, b in pairwise(chunk))
+        rest = pending[len(chunk) :]
+        if rest and any(b["ts"] - a["ts"] >= HOUR for a, b in pairwise(chunk)):
+            # cut for size while holding a sitting's end: cut at a sitting's end
+            assert rest[0]["ts"] - chunk[-1]["ts"] >= HOUR
         chunks.append(chunk)
-        pending = pending[len(chunk) :]
+        pending = rest
     assert [m["id"] for chunk in chunks for m in chunk] == list(range(1, len(times) + 1))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.records import MessageRow
 from core.state import TopicProposal
-from nodes.memory.chunking import next_chunk
+from nodes.memory.chunking import next_chunk, sittings
 from nodes.memory.coverage import make_validate, validate_coverage
 from tests.support.messages import message_row
 
@@ -26,22 +26,17 @@ def proposal(summary: str, start: int, end: int) -> TopicProposal:
     return TopicProposal(summary=summary, start_msg_id=start, end_msg_id=end)
 
 
-def test_a_chunk_ends_at_a_gap_over_the_limit_even_with_a_longer_chunk_interval():
+def test_a_gap_over_the_limit_ends_a_sitting_even_with_a_longer_chunk_interval():
     messages = timed([(1, 0), (2, 60), (3, 2 * DAY), (4, 2 * DAY + 60)])
+    options = {"interval_s": 7 * DAY, "max_messages": 400, "max_chars": BIG}
     chunk = next_chunk(
-        messages,
-        interval_s=7 * DAY,
-        max_gap_s=6 * HOUR,
-        max_messages=400,
-        max_chars=BIG,
-        now_ts=0,
-        archive_all=True,
+        messages, **options, max_gap_s=6 * HOUR, now_ts=2 * DAY + 70, archive_all=False
     )
-    assert [m["id"] for m in chunk] == [1, 2]
-    unbounded = next_chunk(
-        messages, interval_s=7 * DAY, max_messages=400, max_chars=BIG, now_ts=0, archive_all=True
-    )
-    assert [m["id"] for m in unbounded] == [1, 2, 3, 4]
+    assert [m["id"] for m in chunk] == [1, 2]  # finished: ready before the interval passes
+    unbounded = next_chunk(messages, **options, now_ts=2 * DAY + 70, archive_all=False)
+    assert unbounded == []
+    pieces = sittings(messages, interval_s=7 * DAY, max_gap_s=6 * HOUR)
+    assert [[m["id"] for m in piece] for piece in pieces] == [[1, 2], [3, 4]]
 
 
 def test_a_proposed_topic_is_cut_where_messages_lie_days_apart():
