@@ -4,14 +4,18 @@ tests/unit/test_merge_summary.py)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
+from app.memory import archive_user
 from core.deps import Deps
 from core.errors import StoreError
 from core.state import MemoryState
 from tests.support.conversations import (
     CAT_TALK,
     FIRST_DAY,
+    POSTGRES_TALK,
     THIRD_DAY,
     archive_day_by_day,
     told_twice,
@@ -124,3 +128,23 @@ async def test_different_subjects_are_not_merged(deps: Deps, make_messages):
 
     assert [state["merges"] for state in results] == [[], []]
     assert len(deps.store.topics.all_of(1)) == 2
+
+
+async def test_one_chunk_of_several_sittings_is_consolidated_to_the_last_topic(
+    make_deps, make_messages
+):
+    """The two days archived together: one chunk, two sittings, and a consolidation
+    batch of one topic; every topic is still checked, and the retelling merged."""
+    deps = make_deps(consolidation_batch_size=1)
+    told = make_messages(CAT_TALK, prefix="a", start=FIRST_DAY)
+    told += make_messages(POSTGRES_TALK, prefix="p", start=FIRST_DAY + timedelta(days=1))
+    told += make_messages(CAT_TALK, prefix="b", start=THIRD_DAY)
+    deps.indexer.store_messages(1, told)
+
+    [result] = await archive_user(deps, 1, archive_all=True)
+
+    assert len(result["saved_topic_ids"]) == 3
+    assert [(m["source_id"], m["target_id"]) for m in result["merges"]] == [
+        (result["saved_topic_ids"][2], result["saved_topic_ids"][0])
+    ]
+    assert all(topic["consolidation_checked"] for topic in deps.store.topics.all_of(1))
