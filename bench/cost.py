@@ -10,6 +10,11 @@ reply's usage reports), by agent:
   archived message;
 - turns: calls per turn, and prompt and completion tokens per answered turn (p50/p95).
 
+`live=True` archives the session as the running bot does: each sitting (messages until a
+pause of `TOPICA_CHUNK_INTERVAL`) is stored, then archived once it is over, before the
+next is told, so each sitting is its own chunk. Without it the session is ingested whole
+(a saved session, or a backlog), and a chunk holds every finished sitting that fits.
+
 The server's own request log is reported beside it (`server`): the two must agree.
 Token counts are the server's approximation (about four characters a token), the same
 the context budgets use, so they compare prompts, not a provider's bill.
@@ -35,7 +40,9 @@ from app.turns import run_turn
 from bench.llm_server import MODEL_PREFIX, AgentServer
 from bench.metrics import percentile
 from bench.usage import counting_all
+from core.records import NewMessage, parse_timestamp
 from core.settings import AGENTS, Settings
+from nodes.memory.chunking import ends_sitting
 from stores.saved_sessions import read_session
 from stores.services import build_deps
 
@@ -126,8 +133,29 @@ def spread(values: list[float]) -> dict[str, float | None]:
     return {"p50": percentile(values, 50), "p95": percentile(values, 95)}
 
 
-async def bench_cost(session: Path | None = None, turns: int = 20) -> dict[str, Any]:
-    """Ingest `session` and answer `turns` questions against the scripted server."""
+def told_sittings(messages: list[NewMessage], settings: Settings) -> list[list[NewMessage]]:
+    """The session's sittings, in the order told (`nodes.memory.chunking.ends_sitting`)."""
+    pieces: list[list[NewMessage]] = []
+    last: float | None = None
+    for message in messages:
+        ts = parse_timestamp(message["created_at"]).timestamp()
+        gap = ts - last if last is not None else 0.0
+        if last is None or ends_sitting(
+            gap,
+            interval_s=settings.chunk_interval.total_seconds(),
+            max_gap_s=settings.topic_max_gap.total_seconds(),
+        ):
+            pieces.append([])
+        pieces[-1].append(message)
+        last = ts
+    return pieces
+
+
+async def bench_cost(
+    session: Path | None = None, turns: int = 20, *, live: bool = False
+) -> dict[str, Any]:
+    """Ingest `session` (`live`: sitting by sitting) and answer `turns` questions against
+    the scripted server."""
     session = session or example_session()
     messages = read_session(session)
     directory = Path(tempfile.mkdtemp(prefix="topica-bench-cost-"))
@@ -137,7 +165,12 @@ async def bench_cost(session: Path | None = None, turns: int = 20) -> dict[str, 
             deps = build_deps(bench_settings(directory, server.base_url))
             try:
                 with counting_all(usage):
-                    report = await ingest(deps, messages, USER)
+                    sittings = told_sittings(messages, deps.settings)
+                    told = sittings if live else [messages]
+                    chunks = 0
+                    for sitting in told:
+                        chunks += (await ingest(deps, sitting, USER))["chunks"]
+                    topics = deps.store.topics.all_of(USER)
                     archiving = list(usage.calls)
                     per_turn = []
                     for question in example_questions(turns):
@@ -152,7 +185,7 @@ async def bench_cost(session: Path | None = None, turns: int = 20) -> dict[str, 
                 server_prompt[call.agent] += call.prompt_tokens
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    archived = sum(topic["message_count"] for topic in report["topics"])
+    archived = sum(topic["message_count"] for topic in topics)
     memory = by_agent(archiving)
     memory_calls = sum(agent["calls"] for agent in memory.values())
     memory_prompt = sum(agent["prompt_tokens"] for agent in memory.values())
@@ -162,8 +195,10 @@ async def bench_cost(session: Path | None = None, turns: int = 20) -> dict[str, 
     return {
         "session": session.name,
         "messages": len(messages),
-        "chunks": report["chunks"],
-        "topics": len(report["topics"]),
+        "mode": "live, sitting by sitting" if live else "saved session, ingested whole",
+        "sittings": len(sittings),
+        "chunks": chunks,
+        "topics": len(topics),
         "archived_messages": archived,
         "turns": turns,
         "archiving": {
@@ -212,7 +247,8 @@ def cost_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def cost_summary(result: dict[str, Any]) -> list[str]:
     archiving, turn = result["archiving"], result["turn"]
     return [
-        f"{result['messages']} messages, {result['chunks']} chunks, "
+        f"{result['messages']} messages ({result['mode']}), {result['sittings']} sittings, "
+        f"{result['chunks']} chunks, "
         f"{result['archived_messages']} archived; {result['turns']} turns.",
         f"Archiving: {archiving['calls_per_100_messages']:.1f} LLM calls per 100 archived "
         f"messages (target ≤ {TARGET_CALLS_PER_100}), "

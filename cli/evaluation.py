@@ -140,6 +140,11 @@ async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
 def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
     parser.add_argument("--turns", type=int, default=20, help="questions answered after it")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="archive each sitting once it is over, as the bot does (default: the whole session)",
+    )
 
 
 @subcommand("cost", "json", configure=bench_cost_arguments, group="bench")
@@ -152,7 +157,7 @@ async def cmd_bench_cost(args: argparse.Namespace, deps: Deps) -> None:
         raise CommandError(f"{args.session}: no such file")
     if args.turns < 1:
         raise CommandError("--turns must be at least 1")
-    result = await bench_cost(args.session, args.turns)
+    result = await bench_cost(args.session, args.turns, live=args.live)
     if args.json:
         print_json(result)
     else:

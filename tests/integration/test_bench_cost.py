@@ -48,3 +48,16 @@ async def test_counts_match_the_servers_request_log() -> None:
     header, rows = cost_rows(result)
     assert len(rows) == len(archiving) + len(turn) and len(header) == len(rows[0])
     assert "LLM calls per 100 archived messages" in " ".join(cost_summary(result))
+
+
+async def test_live_archiving_costs_a_splitter_and_an_archivist_call_a_sitting() -> None:
+    result = await bench_cost(EXAMPLES / "demo_session.jsonl", turns=1, live=True)
+
+    archiving = result["archiving"]["by_agent"]
+    assert result["mode"] == "live, sitting by sitting"
+    assert result["sittings"] == result["chunks"] == 9
+    assert archiving["splitter"]["calls"] == 9
+    # A sitting's topics (three at most here) fit in one Archivist call.
+    assert archiving["archivist"]["calls"] == 9
+    assert result["archived_messages"] == 196
+    assert result["server"]["calls"]["archivist"] == 9
