@@ -35,6 +35,15 @@ def loaded_by(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess, 
     return finished, set(json.loads(report.read_text(encoding="utf-8")))
 
 
+def one_topic_memory(data: Path, make_deps, make_messages) -> Path:
+    """A data directory where user 1 has one topic of two messages."""
+    deps = make_deps(data_dir=data)
+    rows = deps.store.messages.add(1, make_messages(["We booked the table at Pushkin."] * 2))
+    deps.store.topics.save(1, [("Mom's birthday dinner", [row["id"] for row in rows])])
+    deps.close()
+    return data
+
+
 def test_help_loads_no_store_model_or_graph_library(tmp_path: Path) -> None:
     finished, modules = loaded_by(tmp_path, "--help")
 
@@ -46,11 +55,7 @@ def test_help_loads_no_store_model_or_graph_library(tmp_path: Path) -> None:
 def test_topics_reads_sqlite_without_chroma_langchain_or_the_encoder(
     tmp_path: Path, make_deps, make_messages
 ) -> None:
-    data = tmp_path / "data"
-    deps = make_deps(data_dir=data)
-    rows = deps.store.messages.add(1, make_messages(["We booked the table at Pushkin."] * 2))
-    deps.store.topics.save(1, [("Mom's birthday dinner", [row["id"] for row in rows])])
-    deps.close()
+    data = one_topic_memory(tmp_path / "data", make_deps, make_messages)
 
     finished, modules = loaded_by(tmp_path, "topics", "--user", "1", "--data-dir", str(data))
 
@@ -62,11 +67,7 @@ def test_topics_reads_sqlite_without_chroma_langchain_or_the_encoder(
 def test_ask_without_a_model_never_loads_the_openai_client(
     tmp_path: Path, make_deps, make_messages
 ) -> None:
-    data = tmp_path / "data"
-    deps = make_deps(data_dir=data)
-    rows = deps.store.messages.add(1, make_messages(["We booked the table at Pushkin."] * 2))
-    deps.store.topics.save(1, [("Mom's birthday dinner", [row["id"] for row in rows])])
-    deps.close()
+    data = one_topic_memory(tmp_path / "data", make_deps, make_messages)
 
     finished, modules = loaded_by(
         tmp_path, "ask", "Where did we book the table?", "--user", "1", "--data-dir", str(data)
