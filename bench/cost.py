@@ -42,7 +42,7 @@ from bench.metrics import percentile
 from bench.usage import counting_all
 from core.records import NewMessage, parse_timestamp
 from core.settings import AGENTS, Settings
-from nodes.memory.chunking import ends_sitting
+from nodes.memory.chunking import sittings
 from stores.saved_sessions import read_session
 from stores.services import build_deps
 
@@ -134,21 +134,13 @@ def spread(values: list[float]) -> dict[str, float | None]:
 
 
 def told_sittings(messages: list[NewMessage], settings: Settings) -> list[list[NewMessage]]:
-    """The session's sittings, in the order told (`nodes.memory.chunking.ends_sitting`)."""
-    pieces: list[list[NewMessage]] = []
-    last: float | None = None
-    for message in messages:
-        ts = parse_timestamp(message["created_at"]).timestamp()
-        gap = ts - last if last is not None else 0.0
-        if last is None or ends_sitting(
-            gap,
-            interval_s=settings.chunk_interval.total_seconds(),
-            max_gap_s=settings.topic_max_gap.total_seconds(),
-        ):
-            pieces.append([])
-        pieces[-1].append(message)
-        last = ts
-    return pieces
+    """The session's sittings, in the order told (`nodes.memory.chunking.sittings`)."""
+    return sittings(
+        messages,
+        interval_s=settings.chunk_interval.total_seconds(),
+        max_gap_s=settings.topic_max_gap.total_seconds(),
+        time_of=lambda message: parse_timestamp(message["created_at"]).timestamp(),
+    )
 
 
 async def bench_cost(
@@ -165,8 +157,8 @@ async def bench_cost(
             deps = build_deps(bench_settings(directory, server.base_url))
             try:
                 with counting_all(usage):
-                    sittings = told_sittings(messages, deps.settings)
-                    told = sittings if live else [messages]
+                    by_sitting = told_sittings(messages, deps.settings)
+                    told = by_sitting if live else [messages]
                     chunks = 0
                     for sitting in told:
                         chunks += (await ingest(deps, sitting, USER))["chunks"]
@@ -196,7 +188,7 @@ async def bench_cost(
         "session": session.name,
         "messages": len(messages),
         "mode": "live, sitting by sitting" if live else "saved session, ingested whole",
-        "sittings": len(sittings),
+        "sittings": len(by_sitting),
         "chunks": chunks,
         "topics": len(topics),
         "archived_messages": archived,

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 from langgraph.runtime import Runtime
 
@@ -34,6 +34,8 @@ from core.deps import Deps
 from core.records import MessageRow
 from core.state import MemoryState
 
+T = TypeVar("T", bound=Any)
+
 
 def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
     """Whether a pause this long ends a sitting (what lies before it is finished)."""
@@ -41,16 +43,28 @@ def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
 
 
 def sittings(
-    messages: Sequence[MessageRow], *, interval_s: float, max_gap_s: float = float("inf")
-) -> list[list[MessageRow]]:
-    """`messages` (in time order) cut where a pause ends a sitting."""
-    pieces: list[list[MessageRow]] = []
-    for message in messages:
-        gap = message["ts"] - pieces[-1][-1]["ts"] if pieces else 0.0
-        if not pieces or ends_sitting(gap, interval_s=interval_s, max_gap_s=max_gap_s):
+    items: Sequence[T],
+    *,
+    interval_s: float,
+    max_gap_s: float = float("inf"),
+    time_of: Callable[[T], float] = lambda message: message["ts"],
+) -> list[list[T]]:
+    """`items` (messages in time order; `time_of` gives each one's timestamp) cut where a
+    pause ends a sitting."""
+    pieces: list[list[T]] = []
+    last = 0.0
+    for item in items:
+        now = time_of(item)
+        if not pieces or ends_sitting(now - last, interval_s=interval_s, max_gap_s=max_gap_s):
             pieces.append([])
-        pieces[-1].append(message)
+        pieces[-1].append(item)
+        last = now
     return pieces
+
+
+def chunk_sittings(chunk: Sequence[MessageRow], context: MemoryContext) -> list[list[MessageRow]]:
+    """A chunk's sittings under the run's thresholds."""
+    return sittings(chunk, interval_s=context.chunk_interval_s, max_gap_s=context.topic_max_gap_s)
 
 
 def next_chunk(

@@ -3,7 +3,8 @@
 search (known facts and people) → extract (the model) → diff (validated actions) →
 apply (store + vectors). One call reads as many finished topics as fit in
 `CONVERSATION_CHARS` (issue 15: a call per topic cost 11 calls per 100 archived messages);
-each fact names the topic that states it, so forgetting a topic forgets its facts.
+each fact names the topic that states it (left out: a guess, `source_topic`), and
+forgetting a topic forgets the facts filed under it.
 Facts are never invented: without a model, or when the model fails on a batch, the graph
 takes the `defer_facts` edge with the reason, and the topics it could not read stay
 marked "facts not extracted", so a later run with a working model catches up.

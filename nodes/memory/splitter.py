@@ -17,7 +17,7 @@ from core.deps import Deps
 from core.fallbacks import AgentFallback
 from core.state import MemoryState, TopicProposal
 from core.text import short_time, transcript
-from nodes.memory.chunking import sittings
+from nodes.memory.chunking import chunk_sittings
 from nodes.memory.segmentation import segment_conversation
 from nodes.shared.agent import call_agent_json
 from prompts import splitter as prompt
@@ -41,11 +41,7 @@ def make_split(deps: Deps):
         user_id = runtime.context.user_id
         chunk = state["chunk"]
         facts = await asyncio.to_thread(deps.store.facts.core, user_id)
-        pieces = sittings(
-            chunk,
-            interval_s=runtime.context.chunk_interval_s,
-            max_gap_s=runtime.context.topic_max_gap_s,
-        )
+        pieces = chunk_sittings(chunk, runtime.context)
         conversation = "\n".join(
             prompt.SITTING.format(
                 start=short_time(piece[0]["created_at"]),
@@ -90,11 +86,7 @@ def make_segment(deps: Deps):
         )
         proposals = []
         start = 0
-        for sitting in sittings(
-            chunk,
-            interval_s=runtime.context.chunk_interval_s,
-            max_gap_s=runtime.context.topic_max_gap_s,
-        ):
+        for sitting in chunk_sittings(chunk, runtime.context):
             piece = vectors[start : start + len(sitting)]
             proposals += await asyncio.to_thread(segment_conversation, sitting, piece)
             start += len(sitting)
