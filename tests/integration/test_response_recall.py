@@ -13,6 +13,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,17 @@ from app.memory import archive_user
 from app.turns import run_turn
 from core.context import ResponseContext
 from core.deps import Deps
-from core.state import ResponseState
+from core.models import ModelRegistry
+from core.state import RerankInput, ResponseState
 from graphs.reranker import build_reranker_graph
+from graphs.response import build_retrieval_graph
 from nodes.response.enrich import make_enrich, raw_query
 from nodes.response.reranker import make_rerank
 from nodes.response.search import make_search
 from stores.embedders import Embedder
 from stores.saved_sessions import read_session
 from tests.support.demo import DemoArchive
+from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
 from tests.support.paths import DEMO_QUESTIONS, DEMO_SESSION
 from tests.support.services import local_deps
 
@@ -106,6 +110,57 @@ async def test_retrieval_is_per_user_on_identical_archives(demo_archive: DemoArc
             state = await retrieve(deps, user_id, question["question"])
             assert {c["id"] for c in state["candidates"]} <= own[user_id]
             assert {t["id"] for t in state["selected_topics"]} <= own[user_id]
+
+
+async def retrieval_namespaces(deps: Deps, question: str) -> tuple[set[tuple[str, ...]], dict]:
+    """The retrieval graph run on `question`, streamed with its subgraphs: the namespaces
+    that reported an update (the root graph's is `()`), and the final state."""
+    graph = build_retrieval_graph(deps).compile()
+    context = ResponseContext.from_settings(deps.settings, user_id=USER, now_iso=NOW)
+    namespaces: set[tuple[str, ...]] = set()
+    async for namespace, _ in graph.astream(
+        {"text": question}, context=context, stream_mode="updates", subgraphs=True
+    ):
+        namespaces.add(namespace)
+    state = await graph.ainvoke({"text": question}, context=context)
+    return namespaces, state
+
+
+async def test_without_a_model_rerank_settles_as_its_subgraph_would_without_running_it(
+    demo_archive: DemoArchive,
+):
+    deps = demo_archive.deps
+    reranker = build_reranker_graph(deps).compile()
+    context = ResponseContext.from_settings(deps.settings, user_id=USER, now_iso=NOW)
+    for question in QUESTIONS[::3]:
+        namespaces, state = await retrieval_namespaces(deps, question["question"])
+        assert namespaces == {()}, f"a subgraph ran: {namespaces}"
+        assert state["candidates"]
+        request = RerankInput(
+            query=state["query"],
+            user_message=state["text"],
+            profile=[],
+            candidates=state["candidates"],
+            people_candidates=state.get("people_candidates") or [],
+        )
+        direct = await reranker.ainvoke(request, context=context)
+        assert direct["rerank_fallback"] == "no_model"
+        assert {key: state[key] for key in direct} == direct
+
+
+async def test_with_a_model_the_reranker_subgraph_runs(
+    demo_archive: DemoArchive, server: ScriptedOpenAI
+):
+    """The other side of the test above: with a reranker model, rerank runs the subgraph
+    (its nodes report under their own namespace) and the model is asked."""
+    server.script(tool_call("get_topics_content", {"ids": []}), reply('{"topics": []}'))
+    deps = replace(demo_archive.deps, models=ModelRegistry.fixed({"reranker": server.chat_model()}))
+    question = QUESTIONS[0]["question"]
+
+    namespaces, _ = await retrieval_namespaces(deps, question)
+
+    assert any(namespace and namespace[0].startswith("rerank:") for namespace in namespaces)
+    assert len(server.chat_requests) >= 1
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
