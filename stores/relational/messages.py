@@ -3,7 +3,7 @@ into and its kind: only `conversation` messages are archived and searched (core.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from core.errors import StoreError
@@ -230,12 +230,33 @@ class MessageRepository(Repository):
         params.append(limit)
         return [message_row(row) for row in reversed(self._db.rows(sql, params))]
 
-    def of_segment(self, user_id: int, segment: int) -> list[MessageRow]:
+    def live_of_segment(self, user_id: int, segment: int) -> list[MessageRow]:
+        """The segment's messages from its first unarchived conversation message on, in
+        order: what the session view reads (`nodes.response.session_summary`), bounded by
+        what is not archived yet however long the segment (a user who never sends /new
+        has one segment holding everything)."""
         rows = self._db.rows(
-            "SELECT * FROM messages WHERE user_id = ? AND segment = ? ORDER BY seq",
-            (user_id, segment),
+            "SELECT * FROM messages WHERE user_id = ? AND segment = ? AND seq >= ("
+            "SELECT MIN(seq) FROM messages WHERE user_id = ? AND segment = ? "
+            f"AND topic_id IS NULL AND kind = '{MEMORY_KIND}') ORDER BY seq",
+            (user_id, segment, user_id, segment),
         )
         return [message_row(row) for row in rows]
+
+    def newest_in_segment(
+        self, user_id: int, segment: int, excluding: Collection[int], up_to: int
+    ) -> int:
+        """How many of the user's newest messages, other than `excluding`, belong to
+        `segment`, counted up to `up_to`: the size of the newest segment (segments only
+        grow with `seq`) as far as a caller needs it, reading at most `up_to` rows more
+        than `excluding` holds."""
+        skipped = set(excluding)
+        rows = self._db.rows(
+            "SELECT id, segment FROM messages WHERE user_id = ? ORDER BY seq DESC LIMIT ?",
+            (user_id, up_to + len(skipped)),
+        )
+        inside = [row[0] for row in rows if row[1] == segment and row[0] not in skipped]
+        return min(up_to, len(inside))
 
     def count(self, user_id: int) -> int:
         return self._db.rows("SELECT COUNT(*) FROM messages WHERE user_id = ?", (user_id,))[0][0]

@@ -6,14 +6,15 @@ answers recognisable only by their answer record) and opens it with today's code
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from core.errors import StoreError
-from core.records import NewMessage
-from nodes.response.session_summary import session_view
+from core.records import MEMORY_KIND, NewMessage
+from nodes.response.session_summary import live_messages, session_view
 from stores.relational import RelationalStore
 from stores.relational.schema import MIGRATIONS
 from tests.support.legacy_schema import add_before_kinds
@@ -145,3 +146,65 @@ def test_the_window_shows_a_memory_only_answer_but_the_summary_never_covers_one(
 
     wide = session_view(store, 1, None, window_size=10)
     assert ids(wide.window) == ids(live) + ids(answer) + ids(last)
+
+
+def whole_segment_view(
+    store: RelationalStore, user_id: int, current: set[int], window_size: int
+) -> tuple[bool, list[int], list[int]]:
+    """The session view as it was defined before the view read only the segment's
+    unarchived part: every message of the segment read, the live part taken from it."""
+    segment = store.sessions.current_segment(user_id)
+    history = [
+        m
+        for m in store.messages.all_of(user_id)
+        if m["segment"] == segment and m["id"] not in current
+    ]
+    live = live_messages(history)
+    split = max(0, len(live) - window_size)
+    older = [m for m in live[:split] if m["kind"] == MEMORY_KIND]
+    return len(history) > window_size, ids(live[split:]), ids(older)
+
+
+def test_the_session_view_reads_the_unarchived_part_as_the_whole_segment_gives_it(
+    store: RelationalStore,
+):
+    """Random sessions: conversation and memory-only answers, /new now and then, stretches
+    archived (in order, and one out of order), a turn of one or several messages. The view
+    built from the segment's unarchived part and a count capped at the window equals the
+    one built from every message of the segment."""
+    rng = random.Random(15)
+    for user_id in range(100, 140):
+        minute = 0
+        for _ in range(rng.randint(1, 4)):
+            count = rng.randint(0, 25)
+            batch = []
+            for _ in range(count):
+                minute += 1
+                if rng.random() < 0.25:
+                    batch.append(memory_answer(f"u{user_id}-a{minute}", f"found {minute}", minute))
+                else:
+                    batch.append(
+                        new_messages(
+                            [(rng.choice(["user", "assistant"]), f"message {minute}")],
+                            start=BASE_TIME + timedelta(minutes=minute),
+                            prefix=f"u{user_id}-m{minute}-",
+                        )[0]
+                    )
+            rows = store.messages.add(user_id, batch)
+            conversation = [r for r in rows if r["kind"] == MEMORY_KIND]
+            archived = rng.randint(0, len(conversation))
+            if archived:
+                store.topics.save(user_id, [("a stretch", ids(conversation[:archived]))])
+            if len(conversation) > archived + 2 and rng.random() < 0.3:
+                late = conversation[archived + 1 : archived + 2]  # archived out of order
+                store.topics.save(user_id, [("a later stretch", ids(late))])
+            if rng.random() < 0.4:
+                store.sessions.start_new_segment(user_id)
+        newest = store.messages.recent(user_id, rng.randint(1, 3))
+        current = set(ids(newest)) if newest and rng.random() < 0.8 else set()
+        message_id = max(current) if current else None
+        for window_size in (1, 3, 8, 30):
+            view = session_view(store, user_id, message_id, window_size, current - {message_id})
+            expected = whole_segment_view(store, user_id, current, window_size)
+            got = (view.longer_than_window, ids(view.window), ids(view.older_unarchived))
+            assert got == expected, (user_id, window_size)
