@@ -37,7 +37,12 @@ def relevant_earlier_messages(
     user_id, limit = context.user_id, context.auto_rag_search_limit
     vector = deps.embedder.encode_query(text)
     reads = VectorReads(deps.vectors, user_id)
-    vector_hits = reads.query("messages", vector, limit, where={"segment": segment})
+    # Chroma's metadata filter costs time linear in the records it matches (20,000
+    # messages: 84 ms against 4 ms unfiltered); a segment holding all the user's messages
+    # (no /new yet) needs no filter.
+    whole = deps.store.messages.holds_all(user_id, segment)
+    where = None if whole else {"segment": segment}
+    vector_hits = reads.query("messages", vector, limit, where=where)
     text_hits = deps.store.messages.search(user_id, text, limit, segment=segment)
     scores = rrf_scores(
         [

@@ -258,6 +258,17 @@ class MessageRepository(Repository):
         inside = [row[0] for row in rows if row[1] == segment and row[0] not in skipped]
         return min(up_to, len(inside))
 
+    def holds_all(self, user_id: int, segment: int) -> bool:
+        """Whether `segment` holds every message of the user: their first and their last
+        message are in it (segments only grow with `seq`). Two rows read through the
+        `(user_id, seq)` key, however many messages there are."""
+        rows = self._db.rows(
+            "SELECT (SELECT segment FROM messages WHERE user_id = ? ORDER BY seq LIMIT 1), "
+            "(SELECT segment FROM messages WHERE user_id = ? ORDER BY seq DESC LIMIT 1)",
+            (user_id, user_id),
+        )
+        return rows[0][0] == segment and rows[0][1] == segment
+
     def count(self, user_id: int) -> int:
         return self._db.rows("SELECT COUNT(*) FROM messages WHERE user_id = ?", (user_id,))[0][0]
 

@@ -208,3 +208,15 @@ def test_the_session_view_reads_the_unarchived_part_as_the_whole_segment_gives_i
             expected = whole_segment_view(store, user_id, current, window_size)
             got = (view.longer_than_window, ids(view.window), ids(view.older_unarchived))
             assert got == expected, (user_id, window_size)
+
+
+def test_a_segment_holds_all_messages_until_the_next_one_starts(store: RelationalStore):
+    assert not store.messages.holds_all(1, 0)  # no messages yet
+    store.messages.add(1, new_messages(["one", "two"]))
+    assert store.messages.holds_all(1, 0)
+    assert not store.messages.holds_all(1, 1)
+    assert store.sessions.start_new_segment(1) == 1
+    store.messages.add(1, new_messages(["three"], start=BASE_TIME + timedelta(hours=1), prefix="n"))
+    assert not store.messages.holds_all(1, 0)
+    assert not store.messages.holds_all(1, 1)
+    assert not store.messages.holds_all(2, 0)  # another user's messages are not theirs
