@@ -129,6 +129,8 @@ def load_encoder(threads: int, cache_dir: Path | None) -> Any:
         return encoder
     tokenizer = UseTokenizer(str(resources / "sp.model"))
     encoder = NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=threads)
+    if directory.exists():  # files that are not to be read: never written over either
+        return encoder
     try:
         prepare(directory, tokenizer, resources / "weights.npz")
         log.info("prepared the sentence encoder in %s for faster starts", directory)

@@ -125,11 +125,6 @@ def confirmed(
     return owned, owned_people
 
 
-def asks_model(deps: Deps, context: ResponseContext) -> bool:
-    """Whether this turn's reranking may ask a model at all."""
-    return context.reranker_enabled and deps.models.get("reranker") is not None
-
-
 def settled_reason(
     deps: Deps, context: ResponseContext, candidates: Sequence[object]
 ) -> RerankFallback | None:
@@ -319,7 +314,7 @@ def make_rerank(reranker: CompiledStateGraph, deps: Deps):
 
     async def rerank(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         offered = state.get("candidates") or []
-        if offered and asks_model(deps, runtime.context):
+        if settled_reason(deps, runtime.context, offered) is None:
             # Called here, in the node itself, so that the graph's drawing (xray) finds it.
             request = await rerank_request(state, runtime.context)
             result = await reranker.ainvoke(request, context=runtime.context)

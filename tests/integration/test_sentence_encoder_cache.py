@@ -89,9 +89,12 @@ def test_files_others_may_write_are_not_read(tmp_path: Path, package_vectors: np
     vectors(cache_dir)
     directory = prepared(cache_dir)
     directory.chmod(0o777)
+    written = (directory / "weights.npz").stat().st_mtime_ns
 
     assert load_prepared(directory, threads=2) is None
     assert np.array_equal(vectors(cache_dir), package_vectors)
+    assert (directory / "weights.npz").stat().st_mtime_ns == written, "never written over"
+    assert [path.name for path in cache_dir.iterdir()] == [directory.name], "nothing staged"
 
 
 def test_a_cache_that_cannot_be_written_still_encodes(tmp_path: Path, package_vectors: np.ndarray):
