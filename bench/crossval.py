@@ -28,6 +28,7 @@ GRID: dict[str, dict[str, object]] = {
     "neighbour_hits=50": {"excerpt_neighbour_hits": 50},
     "lead_hits=0": {"excerpt_lead_hits": 0},
     "lead_hits=5": {"excerpt_lead_hits": 5},
+    "named_speakers=off": {"excerpt_named_speakers": False},
 }
 
 

@@ -9,7 +9,8 @@ candidates in fused order (what the responder can still load with
 
 Under a token budget the context is filled message by message in the order
 `nodes.excerpts.rank_topic_messages` gives the retrieved topics' messages (topic rank,
-full-text and vector hits and their neighbours, fused): the ranking the response graph's context
+full-text and vector hits and their neighbours, fused, with the hits of speakers the
+question does not name lending only to their neighbours): the ranking the response graph's context
 assembly cuts recalled topics with when they do not fit. The evaluation ranks the
 messages of every retrieved topic; the assembly, those of the topics the reranker
 selected. A topic shown whole has the header the response graph shows it with (id,
@@ -33,7 +34,8 @@ from core.records import TopicRow, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import rank_topic_messages, ranking_weights
+from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
+from nodes.response.search import search_queries
 from nodes.response.topic_content import topic_date, topic_header
 
 
@@ -103,6 +105,7 @@ class Topica:
             "retrieved_topics_count": context.retrieved_topics_count,
             "rrf_k": context.rrf_k,
             "excerpt_weights": ranking_weights(context),
+            "excerpt_named_speakers": context.excerpt_named_speakers,
             "rerank_max_topics": context.rerank_max_topics,
             "enricher": deps.models.name("enricher"),
             "reranker": deps.models.name("reranker"),
@@ -144,11 +147,20 @@ class Topica:
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
         fill = None
         if self.excerpts:
+            topics = [(i, self._members[i]) for i in ranked]
+            authors = {
+                message_id: corpus.rows[corpus.external_of[message_id]]["author"]
+                for _, message_ids in topics
+                for message_id in message_ids
+            }
             order = rank_topic_messages(
-                [(i, self._members[i]) for i in ranked],
+                topics,
                 state.get("message_hits") or [],
                 self._context.rrf_k,
                 vector_lists=state.get("message_vector_hits") or [],
+                unnamed=left_out(
+                    self._context, search_queries(question, state.get("query")), authors
+                ),
                 **ranking_weights(self._context),
             )
             fill = [

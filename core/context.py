@@ -158,6 +158,9 @@ class ResponseContext(FromSettings):
     """Hits at or above this rank lend the messages beside them a share of their vote."""
     excerpt_neighbour_weight: float = 0.7
     """That share."""
+    excerpt_named_speakers: bool = True
+    """A question naming some of the recalled messages' authors but not all ranks the
+    others' hits only by what they lend their neighbours."""
 
     # Context assembly (seeds 002-004): the session window and one token budget per layer.
     sliding_window_messages: int = 20

@@ -42,7 +42,7 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
-from nodes.response.search import person_description
+from nodes.response.search import person_description, search_queries
 from nodes.response.session_summary import SessionView, current_view
 from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import (
@@ -107,12 +107,13 @@ def topics_section(
     *,
     vector_hits: Sequence[Sequence[int]] = (),
     context: ResponseContext | None = None,
+    queries: Sequence[str] = (),
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
     Topics that fit are shown whole; when they do not all fit, each is cut to its
     messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits` and
-    `vector_hits` under `context`'s weights),
+    `vector_hits` under `context`'s weights, and the authors `queries` name),
     so the room goes to the answer-bearing messages of every topic rather than to the
     first topics' opening lines.
     """
@@ -137,6 +138,7 @@ def topics_section(
             given=given,
             vector_lists=vector_hits,
             context=context,
+            queries=queries,
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
@@ -219,6 +221,7 @@ def recalled_sections(
                 context.rrf_k,
                 vector_hits=state.get("message_vector_hits") or [],
                 context=context,
+                queries=search_queries(state["text"], state.get("query")),
             ),
         ),
         (

@@ -19,6 +19,14 @@ ones are kept (shown per topic, in conversation order):
 The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
 a few exact matches are worth more than context around them.
 
+When the turn's queries name some of the people who wrote the recalled messages but not
+all of them ("What has Melanie painted?" over a conversation of Melanie and Caroline),
+a hit written by someone the queries leave out (`nodes.response.speakers`) keeps only
+what it lends its neighbours: it neither votes for itself nor leads. What happened to
+a person is told by that person, while the other speaker's matching lines are mostly
+the question asked of them ("Did you paint that, Melanie?"), whose worth is the reply
+right after it.
+
 The weights are the response context's `excerpt_*` fields, so a run (and the
 evaluation's leave-one-conversation-out view) can set them.
 
@@ -30,12 +38,13 @@ and 500 tokens; see README "Evaluation".
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from core.context import ResponseContext
 from core.ports import Store
 from core.records import MessageRow
 from core.text import transcript
+from nodes.response.speakers import unnamed_authors
 from nodes.response.topic_content import EXCERPT_LABEL, topic_header
 
 NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
@@ -48,6 +57,15 @@ VECTOR_WEIGHT: float = ResponseContext.excerpt_vector_weight
 """A vector hit's vote, as a share of a full-text hit's at the same rank."""
 
 
+def left_out(
+    context: ResponseContext | None, queries: Sequence[str], authors: Mapping[int, str | None]
+) -> frozenset[int]:
+    """`unnamed_authors`, unless the run's context turns it off (`excerpt_named_speakers`)."""
+    if context is not None and not context.excerpt_named_speakers:
+        return frozenset()
+    return unnamed_authors(queries, authors)
+
+
 def rank_topic_messages(
     topics: Sequence[tuple[int, Sequence[int]]],
     hit_lists: Sequence[Sequence[int]],
@@ -58,6 +76,7 @@ def rank_topic_messages(
     vector_weight: float = VECTOR_WEIGHT,
     neighbour_hits: int = NEIGHBOUR_HITS,
     neighbour_weight: float = NEIGHBOUR_WEIGHT,
+    unnamed: Collection[int] = frozenset(),
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
 
@@ -65,7 +84,8 @@ def rank_topic_messages(
     `hit_lists` are ranked message-id lists (full-text hits per query), `vector_lists`
     the vector hits, voting at `vector_weight`; ids outside the topics are ignored. The
     first `lead` are the topics' best full-text hits (by rank, then list order); the rest
-    go by fused score, ties by topic rank, then conversation order.
+    go by fused score, ties by topic rank, then conversation order. A hit among
+    `unnamed` (`unnamed_authors`) only lends its neighbours their share, and never leads.
     """
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
@@ -80,7 +100,8 @@ def rank_topic_messages(
             if message_id not in place:
                 continue
             vote = weight / (k + hit_rank)
-            score[message_id] += vote
+            if message_id not in unnamed:
+                score[message_id] += vote
             if hit_rank > neighbour_hits:
                 continue
             topic_index, index = place[message_id]
@@ -92,7 +113,7 @@ def rank_topic_messages(
         (rank, index, message_id)
         for index, hits in enumerate(hit_lists)
         for rank, message_id in enumerate(hits)
-        if message_id in place
+        if message_id in place and message_id not in unnamed
     )
     leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
     rest = sorted(
@@ -125,6 +146,7 @@ def relevant_excerpts(
     given: Mapping[int, str] | None = None,
     vector_lists: Sequence[Sequence[int]] = (),
     context: ResponseContext | None = None,
+    queries: Sequence[str] = (),
 ) -> tuple[list[int], dict[int, str]]:
     """The user's topics among `topic_ids` cut to their most relevant messages.
 
@@ -132,7 +154,8 @@ def relevant_excerpts(
     topic shown in part; topics absent from the excerpts are shown whole. A topic with
     an excerpt in `given` (the reranker's) keeps it and takes its room first. Ids of
     other users' topics (and unknown ids) are skipped. `context` gives the ranking's
-    weights (`excerpt_*`; None: the defaults).
+    weights (`excerpt_*`; None: the defaults); `queries` (the turn's) say whose messages
+    the question is about (`unnamed_authors`).
     """
     given = dict(given or {})
     header_chars = {
@@ -147,11 +170,13 @@ def relevant_excerpts(
         else:
             members.append((topic_id, store.messages.of_topic(user_id, topic_id)))
     lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
+    authors = {m["id"]: m["author"] for _, messages in members for m in messages}
     ranked = rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         hit_lists,
         k,
         vector_lists=vector_lists,
+        unnamed=left_out(context, queries, authors),
         **ranking_weights(context),
     )
     kept: dict[int, set[int]] = defaultdict(set)

@@ -6,7 +6,8 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
 - topic vectors at or above `topics_threshold` (cosine of "summary + conversation log");
 - BM25 over topic summaries;
 - BM25 over messages and message vectors: every archived message hit votes for its topic
-  at the hit's rank;
+  at the hit's rank (a question naming some of the conversation's speakers is searched
+  without their names: `message_search`);
 - BM25 over document passages and passage vectors: a passage votes for the topic of the
   message that carried its document.
 
@@ -32,7 +33,7 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.metrics import SEARCH_RESULTS
-from core.ports import VectorIndex, VectorKind
+from core.ports import Store, VectorIndex, VectorKind
 from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from core.tracing import user_key
@@ -47,6 +48,7 @@ from nodes.response.relevance import (
     topic_curve,
     written_as_a_name,
 )
+from nodes.response.speakers import named_speakers, without_names
 from nodes.response.topic_content import topic_date
 
 log = logging.getLogger(__name__)
@@ -245,7 +247,7 @@ def find_hits(
         store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
     ]
     message_scored = [
-        store.messages.search(user_id, query, context.message_hits_count) for query in queries
+        message_search(store, user_id, query, context.message_hits_count) for query in queries
     ]
     passage_text = [
         store.attachments.search(user_id, query, context.message_hits_count) for query in queries
@@ -255,6 +257,21 @@ def find_hits(
     return Hits(
         vector_hits, topic_scored, message_scored, passage_text, vectors_down=down, queries=queries
     )
+
+
+def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 over the user's archived conversation: (message id, score), best first.
+
+    When the query names some of the hits' authors but not all (`named_speakers`), the
+    hits are those of the query without the names: a person's name is written by the
+    others, who address them by it, so it would rank their lines over the named
+    person's own (`nodes.response.speakers`)."""
+    found = store.messages.search(user_id, query, limit)
+    named = named_speakers(
+        [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
+    )
+    rest = without_names(query, named) if named else None
+    return store.messages.search(user_id, rest, limit) if rest else found
 
 
 def topic_candidates(

@@ -196,6 +196,18 @@ class MessageRepository(Repository):
         )
         return {row[0]: row[1] for row in rows}
 
+    def authors_of(self, user_id: int, ids: Sequence[int]) -> dict[int, str | None]:
+        """{message id: its author (None: none given)} of the user's messages among `ids`;
+        others' ids and unknown ids are left out."""
+        ids = stored_ids(ids)
+        if not ids:
+            return {}
+        rows = self._db.rows(
+            f"SELECT id, author FROM messages WHERE +user_id = ? AND id IN ({placeholders(ids)})",
+            (user_id, *ids),
+        )
+        return {row[0]: row[1] for row in rows}
+
     def of_topic(self, user_id: int, topic_id: int) -> list[MessageRow]:
         """A topic's messages: those whose `topic_id` points at it, never its range."""
         rows = self._db.rows(

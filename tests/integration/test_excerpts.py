@@ -4,12 +4,14 @@ tests/unit/test_excerpt_ranking.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.context import ResponseContext
 from core.deps import Deps
 from core.state import SelectedTopic
-from nodes.response.assemble import topics_section
+from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.search import hybrid_search
 from nodes.response.topic_content import EXCERPT_LABEL
@@ -124,3 +126,70 @@ async def test_a_vector_filed_under_the_wrong_user_never_becomes_a_search_candid
 
     assert foreign["id"] in {i for i, _ in deps.vectors.nearest("topics", USER, [planted], 5)[0]}
     assert [c["id"] for c in found["candidates"]] == [zoo, garden]
+
+
+ART = [
+    ("Caroline", "Hey Melanie! I painted a big mural at the community centre yesterday."),
+    ("Melanie", "Wow, that sounds amazing, I would love to see it some day."),
+    ("Caroline", "Melanie, do you still paint? Your painting of the harbour was so good."),
+    ("Melanie", "Not much these days, the kids keep me busy most evenings."),
+    ("Melanie", "Last weekend I finished a sunset painting with the kids at the lake."),
+    ("Caroline", "That must look gorgeous over your fireplace."),
+]
+
+
+async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps: Deps) -> None:
+    """Asked "What did Melanie paint?", Caroline's lines match both words (she addresses
+    Melanie by name) and Melanie's own answer matches one. Under a budget of about two
+    lines the cut keeps Melanie's line; Caroline's count only for the replies beside
+    them."""
+    messages = new_messages([text for _, text in ART] + GARDEN)
+    for message, author in zip(
+        messages, [who for who, _ in ART] + ["Caroline"] * len(GARDEN), strict=True
+    ):
+        message["role"], message["author"] = "user", author
+    rows = deps.indexer.store_messages(USER, messages)
+    art, garden = deps.store.topics.save(
+        USER,
+        [
+            ("Painting", [row["id"] for row in rows[: len(ART)]]),
+            ("Garden work", [row["id"] for row in rows[len(ART) :]]),
+        ],
+    )
+    question = "What did Melanie paint?"
+    context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
+    found = hybrid_search(deps, context, [question])
+    hits = found["message_hits"]
+    assert {row["content"] for row in rows if row["id"] in hits[0][:2]} == {ART[0][1], ART[2][1]}
+    # Room for the excerpt's header and two of the topic's lines (each about 100 chars).
+    topic_ids, max_chars = [art["id"], garden["id"]], 340
+
+    def excerpt(queries: list[str], run: ResponseContext | None = None) -> str:
+        shown, excerpts = relevant_excerpts(
+            deps.store, USER, topic_ids, hits, max_chars, 60, queries=queries, context=run
+        )
+        assert shown == [art["id"]]
+        return excerpts[art["id"]]
+
+    named = excerpt([question])
+    assert "sunset painting" in named and "mural" not in named and "harbour" not in named
+    # Without the question's names (or with the rule off) the best full-text hits lead:
+    # both of Caroline's lines, and no room is left for Melanie's answer.
+    off = replace(context, excerpt_named_speakers=False)
+    for blind in (excerpt([]), excerpt([question], off)):
+        assert "mural" in blind and "harbour" in blind and "sunset painting" not in blind
+
+    # The assemble node's layers name the speakers from the turn's text.
+    state = {
+        "text": question,
+        "selected_topics": [
+            SelectedTopic(id=art["id"], reason="painting", excerpt=None, score=1.0),
+            SelectedTopic(id=garden["id"], reason="garden", excerpt=None, score=0.5),
+        ],
+        "message_hits": hits,
+    }
+    small = replace(context, topics_budget_tokens=150)
+    layers = dict(recalled_sections(deps.store, USER, state, set(), small))
+    shown = layers["topics"].text
+    assert tokens(shown) <= 150
+    assert "sunset painting" in shown and "mural" not in shown and "harbour" not in shown

@@ -3,7 +3,13 @@ context assembly makes with it on a real store: tests/integration/test_excerpts.
 
 from __future__ import annotations
 
-from nodes.response.excerpts import LEAD_HITS, NEIGHBOUR_HITS, rank_topic_messages
+from core.context import ResponseContext
+from nodes.response.excerpts import (
+    LEAD_HITS,
+    NEIGHBOUR_HITS,
+    left_out,
+    rank_topic_messages,
+)
 
 
 def test_messages_rank_by_topic_hits_and_the_neighbours_of_hits() -> None:
@@ -93,3 +99,30 @@ def test_the_neighbours_share_and_reach_are_parameters() -> None:
     # Reach 0: no hit lends anything; 1 and 3 keep the prior (conversation order).
     unreached = rank_topic_messages(topics, [[2, 4]], k=1, lead=0, neighbour_hits=0)
     assert [m for _, m in unreached] == [2, 4, 1, 3]
+
+
+def test_a_hit_by_a_speaker_the_question_leaves_out_only_lends_its_neighbours() -> None:
+    # k=1, one topic: prior 1/2 each. Hit 2 (rank 1) votes 1/2 and lends 1 and 3 0.35.
+    topics = [(7, [1, 2, 3])]
+    assert [m for _, m in rank_topic_messages(topics, [[2]], k=1, lead=0)] == [2, 1, 3]
+    # Left out, 2 keeps its prior only (0.5) while 1 and 3 keep what it lent (0.85).
+    order = rank_topic_messages(topics, [[2]], k=1, lead=0, unnamed={2})
+    assert [m for _, m in order] == [1, 3, 2]
+    # Hits 2 (rank 1) and 3 (rank 2, 1/3, lending 2 0.233). Scores: 1: 0.85,
+    # 2: 0.5 + 0.5 + 0.233 = 1.233, 3: 0.5 + 0.35 + 0.333 = 1.183; 2 leads.
+    assert [m for _, m in rank_topic_messages(topics, [[2, 3]], k=1, lead=1)] == [2, 3, 1]
+    # 2 left out: 2: 0.733, 3: 1.183, 1: 0.85; the best hit 2 does not lead, 3 does.
+    order = rank_topic_messages(topics, [[2, 3]], k=1, lead=1, unnamed={2})
+    assert [m for _, m in order] == [3, 1, 2]
+    # A vector hit left out lends its share too: 3 gets 0.7 * 0.5 * 1/2 from 2.
+    order = rank_topic_messages(topics, [], k=1, vector_lists=[[2]], unnamed={2})
+    assert [m for _, m in order] == [1, 3, 2]
+
+
+def test_a_context_can_turn_the_speaker_rule_off() -> None:
+    authors = {1: "Melanie", 2: "Caroline"}
+    on = ResponseContext(user_id=1)
+    off = ResponseContext(user_id=1, excerpt_named_speakers=False)
+    assert left_out(on, ["What has Melanie painted?"], authors) == {2}
+    assert left_out(None, ["What has Melanie painted?"], authors) == {2}
+    assert left_out(off, ["What has Melanie painted?"], authors) == set()

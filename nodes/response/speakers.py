@@ -1,0 +1,55 @@
+"""The people a question names among those who wrote the messages memory holds.
+
+A saved conversation has several authors (LoCoMo's two friends, a chat exported with
+its members), and a question about one of them ("What has Melanie painted?") is
+answered by what that person wrote: what happened to someone is told by them. Their
+name, meanwhile, is written by the others, who address them by it ("Did you paint that,
+Melanie?") and never by themselves. So when a question names some of the authors but
+not all:
+
+- the full-text search looks for the rest of the question without those names
+  (`without_names`), which would otherwise rank the other speakers' lines first;
+- the excerpts of recalled topics rank a hit written by an author left unnamed only by
+  what it lends the messages beside it (`nodes.response.excerpts`): the reply to a
+  question asked of the named person is kept, the question itself is not.
+
+An author is named when a word of their name (three letters or more, not a function
+word) and a word of the question begin alike, the way full-text search matches words
+(`stores.fulltext.query_stems`: "Каролины" names "Каролина", "Melanie's" names
+"Melanie"). Messages with no author (a user with no name) are never told apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from stores.fulltext import query_stems
+
+
+def named_speakers(queries: Sequence[str], authors: Iterable[str | None]) -> frozenset[str]:
+    """The authors the queries name, when they name some of `authors` but not all; else
+    none (every author named, or one author only, tells no one apart)."""
+    asked = {stem for query in queries for stem in query_stems(query)}
+    present = {author for author in authors if author}
+    named = frozenset(author for author in present if asked & set(query_stems(author)))
+    return named if named != present else frozenset()
+
+
+def unnamed_authors(queries: Sequence[str], authors: Mapping[int, str | None]) -> frozenset[int]:
+    """The messages among `authors` (message id: its author) written by someone the
+    queries leave out while naming another author (`named_speakers`); else none."""
+    named = named_speakers(queries, authors.values())
+    if not named:
+        return frozenset()
+    return frozenset(i for i, author in authors.items() if author and author not in named)
+
+
+def without_names(query: str, names: Iterable[str]) -> str | None:
+    """`query` without its words that name one of `names`; None when nothing is left to
+    search for, or nothing was taken out."""
+    stems = {stem for name in names for stem in query_stems(name)}
+    words = query.split()
+    kept = [word for word in words if not stems & set(query_stems(word))]
+    if len(kept) == len(words) or not query_stems(" ".join(kept)):
+        return None
+    return " ".join(kept)

@@ -1,0 +1,40 @@
+"""The speakers a question names (nodes/response/speakers.py), worked out by hand; what
+they change: tests/unit/test_excerpt_ranking.py, tests/integration/test_excerpts.py and
+tests/integration/test_search_speakers.py."""
+
+from __future__ import annotations
+
+from nodes.response.speakers import named_speakers, unnamed_authors, without_names
+
+
+def test_the_speakers_a_question_names() -> None:
+    authors = {1: "Melanie", 2: "Caroline", 3: "Melanie", 4: None, 5: "Caroline"}
+    assert unnamed_authors(["What has Melanie painted?"], authors) == {2, 5}
+    assert unnamed_authors(["Where are Melanie's kids?"], authors) == {2, 5}
+    # Named by the enriched query only.
+    assert unnamed_authors(["What did she paint?", "Caroline painting"], authors) == {1, 3}
+    # Every speaker named, or none: nobody is left out.
+    assert unnamed_authors(["What do Melanie and Caroline both paint?"], authors) == set()
+    assert unnamed_authors(["What was painted at the lake?"], authors) == set()
+    assert unnamed_authors([], authors) == set()
+    # One speaker only: naming them leaves nobody out.
+    assert unnamed_authors(["What did Melanie say?"], {1: "Melanie", 2: None}) == set()
+    # Russian endings, a full name by one of its words, function words are no names.
+    russian = {1: "Каролина", 2: "Мелани", 3: "Каролина"}
+    assert unnamed_authors(["Что подарили Каролине на день рождения?"], russian) == {2}
+    full = {1: "John Smith", 2: "Maria Lopez"}
+    assert unnamed_authors(["When did Smith move?"], full) == {2}
+    assert unnamed_authors(["What is it?"], {1: "It", 2: "Maria"}) == set()
+    assert named_speakers(["What has Melanie painted?"], authors.values()) == {"Melanie"}
+
+
+def test_a_query_without_the_names_it_gives() -> None:
+    assert without_names("What has Melanie painted?", ["Melanie"]) == "What has painted?"
+    assert without_names("Where are Melanie's kids?", ["Melanie"]) == "Where are kids?"
+    assert without_names("Куда Каролина ездила летом?", ["Каролина"]) == "Куда ездила летом?"
+    # A full name goes word by word, whichever words the question uses.
+    assert without_names("When did John Smith move?", ["John Smith"]) == "When did move?"
+    # Nothing named, or nothing but the name and function words left: no other query.
+    assert without_names("What has Caroline painted?", ["Melanie"]) is None
+    assert without_names("Who is Melanie?", ["Melanie"]) is None
+    assert without_names("Melanie", ["Melanie"]) is None
