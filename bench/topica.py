@@ -9,8 +9,9 @@ candidates in fused order (what the responder can still load with
 
 Under a token budget the context is filled message by message in the order
 `nodes.excerpts.rank_topic_messages` gives the retrieved topics' messages (topic rank,
-full-text and vector hits and their neighbours, fused, with the hits of speakers the
-question does not name lending only to their neighbours): the ranking the response graph's context
+full-text and vector hits and their neighbours and the messages written when the
+question says, fused, with the hits of speakers the question does not name lending only
+to their neighbours): the ranking the response graph's context
 assembly cuts recalled topics with when they do not fit. The evaluation ranks the
 messages of every retrieved topic; the assembly, those of the topics the reranker
 selected. A topic shown whole has the header the response graph shows it with (id,
@@ -161,6 +162,7 @@ class Topica:
                 unnamed=left_out(
                     self._context, search_queries(question, state.get("query")), authors
                 ),
+                dated=state.get("message_dated") or [],
                 **ranking_weights(self._context),
             )
             fill = [

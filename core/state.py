@@ -217,6 +217,9 @@ class ResponseState(ResponseInput, total=False):
     """Set when the vector store was down: the candidates are full-text search's alone."""
     message_vector_hits: Annotated[list[list[int]], latest]
     """Message ids nearest to each query's vector, best first, one list per query."""
+    message_dated: Annotated[list[int], latest]
+    """Message ids written on the days and in the months the queries name, those the
+    other lists found first."""
     selected_topics: Annotated[list[SelectedTopic], latest]
     selected_people: Annotated[list[SelectedPerson], latest]
     rerank_fallback: RerankFallback | None

@@ -108,12 +108,14 @@ def topics_section(
     vector_hits: Sequence[Sequence[int]] = (),
     context: ResponseContext | None = None,
     queries: Sequence[str] = (),
+    dated: Sequence[int] = (),
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
     Topics that fit are shown whole; when they do not all fit, each is cut to its
     messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits` and
-    `vector_hits` under `context`'s weights, and the authors `queries` name),
+    `vector_hits` under `context`'s weights, the authors `queries` name and the messages
+    written when they say, `dated`),
     so the room goes to the answer-bearing messages of every topic rather than to the
     first topics' opening lines.
     """
@@ -139,6 +141,7 @@ def topics_section(
             vector_lists=vector_hits,
             context=context,
             queries=queries,
+            dated=dated,
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
@@ -222,6 +225,7 @@ def recalled_sections(
                 vector_hits=state.get("message_vector_hits") or [],
                 context=context,
                 queries=search_queries(state["text"], state.get("query")),
+                dated=state.get("message_dated") or [],
             ),
         ),
         (

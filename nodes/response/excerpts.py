@@ -27,6 +27,10 @@ a person is told by that person, while the other speaker's matching lines are mo
 the question asked of them ("Did you paint that, Melanie?"), whose worth is the reply
 right after it.
 
+The messages written on a day or in a month the question names (the search's
+`message_dated`: "What did Nate cook on 9 November, 2022?") vote as one more full-text
+list, and never lead: the date says when, not what.
+
 The weights are the response context's `excerpt_*` fields, so a run (and the
 evaluation's leave-one-conversation-out view) can set them.
 
@@ -77,6 +81,7 @@ def rank_topic_messages(
     neighbour_hits: int = NEIGHBOUR_HITS,
     neighbour_weight: float = NEIGHBOUR_WEIGHT,
     unnamed: Collection[int] = frozenset(),
+    dated: Sequence[int] = (),
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
 
@@ -86,6 +91,8 @@ def rank_topic_messages(
     first `lead` are the topics' best full-text hits (by rank, then list order); the rest
     go by fused score, ties by topic rank, then conversation order. A hit among
     `unnamed` (`unnamed_authors`) only lends its neighbours their share, and never leads.
+    `dated` (the messages written when the question says) votes as a full-text list
+    does, and never leads.
     """
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
@@ -93,7 +100,7 @@ def rank_topic_messages(
         for index, message_id in enumerate(message_ids):
             place.setdefault(message_id, (topic_rank - 1, index))
             score[message_id] += 1.0 / (k + topic_rank)
-    weighted = [(1.0, hits) for hits in hit_lists]
+    weighted = [(1.0, hits) for hits in [*hit_lists, dated]]
     weighted += [(vector_weight, hits) for hits in vector_lists if vector_weight]
     for weight, hits in weighted:
         for hit_rank, message_id in enumerate(hits, start=1):
@@ -147,6 +154,7 @@ def relevant_excerpts(
     vector_lists: Sequence[Sequence[int]] = (),
     context: ResponseContext | None = None,
     queries: Sequence[str] = (),
+    dated: Sequence[int] = (),
 ) -> tuple[list[int], dict[int, str]]:
     """The user's topics among `topic_ids` cut to their most relevant messages.
 
@@ -155,7 +163,8 @@ def relevant_excerpts(
     an excerpt in `given` (the reranker's) keeps it and takes its room first. Ids of
     other users' topics (and unknown ids) are skipped. `context` gives the ranking's
     weights (`excerpt_*`; None: the defaults); `queries` (the turn's) say whose messages
-    the question is about (`unnamed_authors`).
+    the question is about (`unnamed_authors`); `dated` are the messages written when it
+    says (the search's `message_dated`).
     """
     given = dict(given or {})
     header_chars = {
@@ -177,6 +186,7 @@ def relevant_excerpts(
         k,
         vector_lists=vector_lists,
         unnamed=left_out(context, queries, authors),
+        dated=dated,
         **ranking_weights(context),
     )
     kept: dict[int, set[int]] = defaultdict(set)

@@ -9,7 +9,9 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
   at the hit's rank (a question naming some of the conversation's speakers is searched
   without their names: `message_search`);
 - BM25 over document passages and passage vectors: a passage votes for the topic of the
-  message that carried its document.
+  message that carried its document;
+- the messages written on a day or in a month the question names (`dated_messages`),
+  voting for their topics as one more message list.
 
 Why message vectors: with the local USE embedder a short question rarely reaches 0.60
 against a whole topic's vector (on the example session no question does), while the one
@@ -24,7 +26,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Container, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -37,6 +39,7 @@ from core.ports import Store, VectorIndex, VectorKind
 from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from core.tracing import user_key
+from nodes.response.dates import named_periods
 from nodes.response.relevance import (
     SIGNALS,
     Signal,
@@ -50,6 +53,7 @@ from nodes.response.relevance import (
 )
 from nodes.response.speakers import named_speakers, without_names
 from nodes.response.topic_content import topic_date
+from nodes.shared.clock import turn_moment
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +178,9 @@ class Hits:
     """The vector index failed during the search: its lists are empty, not searched."""
     queries: Sequence[str] = ()
     """The queries searched, in order."""
+    dated: list[int] = field(default_factory=list)
+    """Archived messages written on the days and in the months the queries name
+    (`dated_messages`)."""
 
     @property
     def topic_text(self) -> list[list[int]]:
@@ -254,9 +261,49 @@ def find_hits(
     ]
     vector_hits = {kind: future.result() for kind, future in pending.items()}
     down = reads.unavailable is not None
+    found = [[i for i, _ in hits] for hits in (*message_scored, *vector_hits.get("messages", []))]
+    dated = dated_messages(store, context, queries, found)
     return Hits(
-        vector_hits, topic_scored, message_scored, passage_text, vectors_down=down, queries=queries
+        vector_hits,
+        topic_scored,
+        message_scored,
+        passage_text,
+        vectors_down=down,
+        queries=queries,
+        dated=dated,
     )
+
+
+DATED_READ = 2_000
+"""Messages read per day or month a question names, at most (ids only)."""
+
+
+def dated_messages(
+    store: Store, context: ResponseContext, queries: Sequence[str], found: Sequence[Sequence[int]]
+) -> list[int]:
+    """The user's archived messages written on the days and in the months the queries
+    name (`nodes.response.dates`, in the turn's time zone), at most `message_hits_count`:
+    those the other lists `found` first (by their best rank there), then the rest in the
+    order they were written. A date in a question says when the thing asked about was
+    said, whatever words it was said in."""
+    moment = turn_moment(context)
+    periods = dict.fromkeys(period for query in queries for period in named_periods(query, moment))
+    written: dict[int, None] = {}
+    for start, end in periods:
+        ids = store.messages.written_between(
+            context.user_id, start.timestamp(), end.timestamp(), DATED_READ
+        )
+        written.update(dict.fromkeys(ids))
+    if not written:
+        return []
+    best: dict[int, int] = {}
+    for hits in found:
+        for rank, message_id in enumerate(hits):
+            if message_id in written and rank < best.get(message_id, rank + 1):
+                best[message_id] = rank
+    order = {message_id: index for index, message_id in enumerate(written)}
+    ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
+    return ranked[: context.message_hits_count]
 
 
 def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
@@ -308,13 +355,14 @@ def relevant(
     `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
     the passage hits to their messages. The vector floors are those of a memory the
     user's size (archived messages and topics, counted only as far as the floors grow).
-    Under every floor, a name the question shares with memory still makes it relevant.
+    Under every floor, a name the question shares with memory still makes it relevant,
+    and so does a day or month it names that memory holds messages of (`hits.dated`).
     With the
     vector index down the gate is open: the floors were calibrated on all four signals
     together, and the full-text ones alone would turn away most questions memory holds
     (the turn goes on with full-text search alone, every full-text hit voting)."""
-    if not context.relevance_floor or hits.vectors_down:
-        return True
+    if not context.relevance_floor or hits.vectors_down or hits.dated:
+        return True  # a day or month the question names holds archived messages
     archived = {message_id for message_id, topic_id in topic_of.items() if topic_id is not None}
     best = best_scores(hits.signals(archived, message_of))
     if not any(score is not None for score in best.values()):
@@ -381,6 +429,8 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         message_lists.append(message_text)
     message_of = passage_messages(deps, user_id, hits)
     message_lists.extend(passage_lists(hits, message_of))
+    if hits.dated:
+        message_lists.append(hits.dated)
     topic_of = store.messages.topics_of(user_id, sorted({i for ids in message_lists for i in ids}))
     if not relevant(deps, context, hits, topic_of, message_of):
         return []
@@ -471,6 +521,7 @@ def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) 
         "candidates": fuse_topics(deps, context, hits),
         "message_hits": hits.message_text,
         "message_vector_hits": message_vector_ids(hits),
+        "message_dated": hits.dated,
         "people_candidates": people_candidates(deps, context, hits),
         "fact_candidates": fact_candidates(deps, context, hits),
     }

@@ -208,6 +208,16 @@ class MessageRepository(Repository):
         )
         return {row[0]: row[1] for row in rows}
 
+    def written_between(self, user_id: int, start: float, end: float, limit: int) -> list[int]:
+        """Ids of the user's archived conversation messages written in [start, end) (epoch
+        seconds), in time order, at most `limit`."""
+        rows = self._db.rows(
+            "SELECT id FROM messages WHERE user_id = ? AND ts >= ? AND ts < ? "
+            f"AND topic_id IS NOT NULL AND kind = '{MEMORY_KIND}' ORDER BY ts, id LIMIT ?",
+            (user_id, start, end, limit),
+        )
+        return [row[0] for row in rows]
+
     def of_topic(self, user_id: int, topic_id: int) -> list[MessageRow]:
         """A topic's messages: those whose `topic_id` points at it, never its range."""
         rows = self._db.rows(

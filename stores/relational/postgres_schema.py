@@ -194,6 +194,10 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO deliveries (message_id, user_id, delivered_at)
         SELECT id, user_id, created_at FROM messages WHERE role = 'assistant';
     """,
+    # 4: messages by the time they were written (SQLite's migration 10).
+    """
+    CREATE INDEX messages_time ON messages(user_id, ts);
+    """,
 )
 
 SET_UP = """

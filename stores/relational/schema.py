@@ -287,4 +287,9 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO deliveries (message_id, user_id, delivered_at)
         SELECT id, user_id, created_at FROM messages WHERE role = 'assistant';
     """,
+    # 10: messages by the time they were written, for questions that name a day or a
+    # month (`MessageRepository.written_between`).
+    """
+    CREATE INDEX messages_time ON messages(user_id, ts);
+    """,
 )

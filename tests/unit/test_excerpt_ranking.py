@@ -126,3 +126,16 @@ def test_a_context_can_turn_the_speaker_rule_off() -> None:
     assert left_out(on, ["What has Melanie painted?"], authors) == {2}
     assert left_out(None, ["What has Melanie painted?"], authors) == {2}
     assert left_out(off, ["What has Melanie painted?"], authors) == set()
+
+
+def test_messages_of_a_named_day_vote_as_one_more_list_and_never_lead() -> None:
+    # k=1, one topic: prior 1/2 each. Hit 1 (rank 1) votes 1/2 and lends 2 0.35. The
+    # day's list [4, 3]: 4 votes 1/2 and lends 3 and 5 0.35; 3 votes 1/3 and lends 2 and
+    # 4 0.233. Scores: 1: 1.0, 2: 1.083, 3: 1.183, 4: 1.233, 5: 0.85.
+    topics = [(7, [1, 2, 3, 4, 5])]
+    order = rank_topic_messages(topics, [[1]], k=1, lead=0, dated=[4, 3])
+    assert [m for _, m in order] == [4, 3, 2, 1, 5]
+    # With a lead of one, the full-text hit 1 leads although 4 scores higher.
+    order = rank_topic_messages(topics, [[1]], k=1, lead=1, dated=[4, 3])
+    assert [m for _, m in order] == [1, 4, 3, 2, 5]
+    assert [m for _, m in rank_topic_messages(topics, [[1]], k=1, lead=0)] == [1, 2, 3, 4, 5]

@@ -1,0 +1,143 @@
+"""The days and months a question names: "What did Nate cook on 9 November, 2022?",
+"Что я рассказывал 9 ноября?", "in January 2024", "в марте 2023 года", "2022-11-09".
+
+A date in a question says when the thing asked about was said, so the messages written
+then are candidates whatever their words (the search's topic votes and the excerpts'
+ranking take them as one more list: `nodes.response.search`, `nodes.response.excerpts`).
+
+Recognised, in English and Russian, with the month written out (English abbreviations
+too): a day with its year ("9 November 2022", "November 9th, 2022", "9 ноября 2022
+года"), a day without one ("on 9 November", "9 ноября": the latest such day not after
+the turn's moment), a month with its year ("November 2022", "в ноябре 2022"), and the
+numeric forms `2022-11-09` and `09.11.2022`. A month without a year is left alone, and
+an English day without one needs its month capitalised: "may" is mostly a verb.
+Periods are days and months of the turn's own time zone, as half-open [start, end)
+moments.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+ENGLISH_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+RUSSIAN_MONTHS = (
+    "январ", "феврал", "март", "апрел", "ма", "июн",
+    "июл", "август", "сентябр", "октябр", "ноябр", "декабр",
+)  # fmt: skip
+"""Stems: "ноября", "ноябре", "ноябрь" all begin with "ноябр" ("мая", "мае", "май": "ма")."""
+
+ENGLISH = "|".join(
+    (
+        r"jan(?:uary)?", r"feb(?:ruary)?", r"mar(?:ch)?", r"apr(?:il)?", "may", r"june?",
+        r"july?", r"aug(?:ust)?", r"sep(?:t(?:ember)?)?", r"oct(?:ober)?", r"nov(?:ember)?",
+        r"dec(?:ember)?",
+    )
+)  # fmt: skip
+RUSSIAN = "|".join(
+    (
+        "январ[ьяе]", "феврал[ьяе]", "марта?", "марте", "апрел[ьяе]", "ма[йяе]", "июн[ьяе]",
+        "июл[ьяе]", "августа?", "августе", "сентябр[ьяе]", "октябр[ьяе]", "ноябр[ьяе]",
+        "декабр[ьяе]",
+    )
+)  # fmt: skip
+_PARTS = {
+    "EN": rf"(?P<month>{ENGLISH})\.?",
+    "RU": rf"(?P<month>{RUSSIAN})",
+    "DAY": r"(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?",
+    "YEAR": r"(?P<year>(?:19|20)\d\d)",
+}
+
+
+def _form(template: str) -> re.Pattern[str]:
+    """A date form: `template` with EN, RU, DAY and YEAR for their parts, spaces for
+    runs of white space, standing as words of its own."""
+    pattern = template.replace(" ", r"\s+")
+    for name, part in _PARTS.items():
+        pattern = pattern.replace(name, part)
+    return re.compile(r"(?<![\w.-])" + pattern + r"(?![\w-])", re.IGNORECASE)
+
+
+DAY_FORMS = (
+    _form("DAY (?:of )?EN(?:,? YEAR)?"),  # 9 November 2022, 9th of November, 2022
+    _form("DAY RU(?: YEAR)?"),  # 9 ноября 2022
+    _form("EN DAY(?:,? YEAR)?"),  # November 9, 2022
+)
+MONTH_FORMS = (_form("EN,? YEAR"), _form("RU YEAR"))
+ISO_DAY = re.compile(
+    r"(?<![\w.-])(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)(?![\w-])"
+)
+DOTTED_DAY = re.compile(
+    r"(?<![\w.-])(?P<day>[0-3]?\d)\.(?P<month>[01]?\d)\.(?P<year>(?:19|20)\d\d)(?![\w-])"
+)
+
+
+def month_number(name: str) -> int:
+    """1-12 for an English or Russian month name as the forms above match it."""
+    name = name.lower().rstrip(".")
+    for number, english in enumerate(ENGLISH_MONTHS, start=1):
+        if english.startswith(name[:3]):
+            return number
+    # Russian: the longest stem that begins the word ("март" before "ма").
+    stems = sorted(enumerate(RUSSIAN_MONTHS, start=1), key=lambda pair: -len(pair[1]))
+    return next(number for number, stem in stems if name.startswith(stem))
+
+
+def _day(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _latest(month: int, day: int, today: date) -> date | None:
+    """The latest `month`/`day` not after `today` (29 February: within eight years)."""
+    for year in range(today.year, today.year - 8, -1):
+        found = _day(year, month, day)
+        if found is not None and found <= today:
+            return found
+    return None
+
+
+def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
+    """The days and months `text` names, in order of appearance and without repeats, as
+    [start, end) moments in `now`'s time zone."""
+    found: list[tuple[int, date, date]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(match: re.Match[str], first: date | None, last: date | None) -> None:
+        if (
+            first is None
+            or last is None
+            or any(match.start() < end and start < match.end() for start, end in taken)
+        ):
+            return
+        taken.append(match.span())
+        found.append((match.start(), first, last))
+
+    today = now.date()
+    for pattern in (ISO_DAY, DOTTED_DAY):
+        for match in pattern.finditer(text):
+            day = _day(int(match["year"]), int(match["month"]), int(match["day"]))
+            add(match, day, day)
+    for pattern in DAY_FORMS:
+        for match in pattern.finditer(text):
+            name, year = match["month"], match["year"]
+            if not year and name.isascii() and not name[0].isupper():
+                continue  # "I may 5 times": an English month is written capitalised
+            month, day = month_number(name), int(match["day"])
+            when = _day(int(year), month, day) if year else _latest(month, day, today)
+            add(match, when, when)
+    for pattern in MONTH_FORMS:
+        for match in pattern.finditer(text):
+            first = date(int(match["year"]), month_number(match["month"]), 1)
+            following = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
+            add(match, first, following - timedelta(days=1))
+    periods: dict[tuple[datetime, datetime], None] = {}
+    for _, first, last in sorted(found, key=lambda item: item[0]):
+        start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)
+        periods[(start, start + timedelta(days=(last - first).days + 1))] = None
+    return list(periods)
