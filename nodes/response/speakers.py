@@ -14,9 +14,11 @@ not all:
   question asked of the named person is kept, the question itself is not.
 
 An author is named when a word of their name (three letters or more, not a function
-word) and a word of the question begin alike, the way full-text search matches words
-(`stores.fulltext.query_stems`: "Каролины" names "Каролина", "Melanie's" names
-"Melanie"). Messages with no author (a user with no name) are never told apart.
+word) and a capitalised word of the question begin alike, the way full-text search
+matches words (`stores.fulltext.query_stems`: "Каролины" names "Каролина", "Melanie's"
+names "Melanie"). Only a capitalised word names anyone: a user called Max asking about
+"the max dose" names nobody. Messages with no author (a user with no name) are never
+told apart.
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from stores.fulltext import query_stems
 
 
+def name_stems(text: str) -> set[str]:
+    """The stems of `text`'s capitalised words: those that may name someone."""
+    return {stem for word in text.split() if word[:1].isupper() for stem in query_stems(word)}
+
+
 def named_speakers(queries: Sequence[str], authors: Iterable[str | None]) -> frozenset[str]:
     """The authors the queries name, when they name some of `authors` but not all; else
     none (every author named, or one author only, tells no one apart)."""
-    asked = {stem for query in queries for stem in query_stems(query)}
+    asked = {stem for query in queries for stem in name_stems(query)}
     present = {author for author in authors if author}
     named = frozenset(author for author in present if asked & set(query_stems(author)))
     return named if named != present else frozenset()
@@ -45,11 +52,11 @@ def unnamed_authors(queries: Sequence[str], authors: Mapping[int, str | None]) -
 
 
 def without_names(query: str, names: Iterable[str]) -> str | None:
-    """`query` without its words that name one of `names`; None when nothing is left to
-    search for, or nothing was taken out."""
+    """`query` without its capitalised words that name one of `names`; None when nothing
+    is left to search for, or nothing was taken out."""
     stems = {stem for name in names for stem in query_stems(name)}
     words = query.split()
-    kept = [word for word in words if not stems & set(query_stems(word))]
+    kept = [word for word in words if not stems & name_stems(word)]
     if len(kept) == len(words) or not query_stems(" ".join(kept)):
         return None
     return " ".join(kept)

@@ -25,6 +25,11 @@ def test_the_speakers_a_question_names() -> None:
     full = {1: "John Smith", 2: "Maria Lopez"}
     assert unnamed_authors(["When did Smith move?"], full) == {2}
     assert unnamed_authors(["What is it?"], {1: "It", 2: "Maria"}) == set()
+    # Only a capitalised word names someone: "max" is a word, "Max" a name.
+    chat = {1: "Max", 2: "Topica", 3: "Max"}
+    assert unnamed_authors(["What was the max dose you told me?"], chat) == set()
+    assert unnamed_authors(["What did Max ask about the dose?"], chat) == {2}
+    assert unnamed_authors(["what has melanie painted?"], authors) == set()
     assert named_speakers(["What has Melanie painted?"], authors.values()) == {"Melanie"}
 
 
@@ -38,3 +43,7 @@ def test_a_query_without_the_names_it_gives() -> None:
     assert without_names("What has Caroline painted?", ["Melanie"]) is None
     assert without_names("Who is Melanie?", ["Melanie"]) is None
     assert without_names("Melanie", ["Melanie"]) is None
+    # A word written in lower case stays: it is not the name.
+    assert without_names("What did Max say about the max dose?", ["Max"]) == (
+        "What did say about the max dose?"
+    )
