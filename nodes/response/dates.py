@@ -2,8 +2,9 @@
 "Что я рассказывал 9 ноября?", "in January 2024", "в марте 2023 года", "2022-11-09".
 
 A date in a question says when the thing asked about was said, so the messages written
-then are candidates whatever their words (the search's topic votes and the excerpts'
-ranking take them as one more list: `nodes.response.search`, `nodes.response.excerpts`).
+then are candidates whatever their words: `dated_messages` reads them, and the search's
+topic votes and the excerpts' ranking take them as one more list
+(`nodes.response.search`, `nodes.response.excerpts`).
 
 Recognised, in English and Russian, with the month written out (English abbreviations
 too): a day with its year ("9 November 2022", "November 9th, 2022", "9 ноября 2022
@@ -18,7 +19,12 @@ moments.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
+
+from core.context import ResponseContext
+from core.ports import Store
+from nodes.shared.clock import turn_moment
 
 ENGLISH_MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -141,3 +147,35 @@ def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
         start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)
         periods[(start, start + timedelta(days=(last - first).days + 1))] = None
     return list(periods)
+
+
+DATED_READ = 2_000
+"""Messages read per day or month a question names, at most (ids only)."""
+
+
+def dated_messages(
+    store: Store, context: ResponseContext, queries: Sequence[str], found: Sequence[Sequence[int]]
+) -> list[int]:
+    """The user's archived messages written on the days and in the months the queries
+    name (`nodes.response.dates`, in the turn's time zone), at most `message_hits_count`:
+    those the other lists `found` first (by their best rank there), then the rest in the
+    order they were written. A date in a question says when the thing asked about was
+    said, whatever words it was said in."""
+    moment = turn_moment(context)
+    periods = dict.fromkeys(period for query in queries for period in named_periods(query, moment))
+    written: dict[int, None] = {}
+    for start, end in periods:
+        ids = store.messages.written_between(
+            context.user_id, start.timestamp(), end.timestamp(), DATED_READ
+        )
+        written.update(dict.fromkeys(ids))
+    if not written:
+        return []
+    best: dict[int, int] = {}
+    for hits in found:
+        for rank, message_id in enumerate(hits):
+            if message_id in written and rank < best.get(message_id, rank + 1):
+                best[message_id] = rank
+    order = {message_id: index for index, message_id in enumerate(written)}
+    ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
+    return ranked[: context.message_hits_count]

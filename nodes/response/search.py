@@ -7,11 +7,12 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
 - BM25 over topic summaries;
 - BM25 over messages and message vectors: every archived message hit votes for its topic
   at the hit's rank (a question naming some of the conversation's speakers is searched
-  without their names: `message_search`);
+  without their names: `nodes.response.speakers.message_search`);
 - BM25 over document passages and passage vectors: a passage votes for the topic of the
   message that carried its document;
-- the messages written on a day or in a month the question names (`dated_messages`),
-  voting for their topics as one more message list.
+- the messages written on a day or in a month the question names
+  (`nodes.response.dates.dated_messages`), voting for their topics as one more message
+  list.
 
 Why message vectors: with the local USE embedder a short question rarely reaches 0.60
 against a whole topic's vector (on the example session no question does), while the one
@@ -35,11 +36,11 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.metrics import SEARCH_RESULTS
-from core.ports import Store, VectorIndex, VectorKind
+from core.ports import VectorIndex, VectorKind
 from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from core.tracing import user_key
-from nodes.response.dates import named_periods
+from nodes.response.dates import dated_messages
 from nodes.response.relevance import (
     SIGNALS,
     Signal,
@@ -51,9 +52,8 @@ from nodes.response.relevance import (
     topic_curve,
     written_as_a_name,
 )
-from nodes.response.speakers import named_speakers, without_names
+from nodes.response.speakers import message_search
 from nodes.response.topic_content import topic_date
-from nodes.shared.clock import turn_moment
 
 log = logging.getLogger(__name__)
 
@@ -272,53 +272,6 @@ def find_hits(
         queries=queries,
         dated=dated,
     )
-
-
-DATED_READ = 2_000
-"""Messages read per day or month a question names, at most (ids only)."""
-
-
-def dated_messages(
-    store: Store, context: ResponseContext, queries: Sequence[str], found: Sequence[Sequence[int]]
-) -> list[int]:
-    """The user's archived messages written on the days and in the months the queries
-    name (`nodes.response.dates`, in the turn's time zone), at most `message_hits_count`:
-    those the other lists `found` first (by their best rank there), then the rest in the
-    order they were written. A date in a question says when the thing asked about was
-    said, whatever words it was said in."""
-    moment = turn_moment(context)
-    periods = dict.fromkeys(period for query in queries for period in named_periods(query, moment))
-    written: dict[int, None] = {}
-    for start, end in periods:
-        ids = store.messages.written_between(
-            context.user_id, start.timestamp(), end.timestamp(), DATED_READ
-        )
-        written.update(dict.fromkeys(ids))
-    if not written:
-        return []
-    best: dict[int, int] = {}
-    for hits in found:
-        for rank, message_id in enumerate(hits):
-            if message_id in written and rank < best.get(message_id, rank + 1):
-                best[message_id] = rank
-    order = {message_id: index for index, message_id in enumerate(written)}
-    ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
-    return ranked[: context.message_hits_count]
-
-
-def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-    """BM25 over the user's archived conversation: (message id, score), best first.
-
-    When the query names some of the hits' authors but not all (`named_speakers`), the
-    hits are those of the query without the names: a person's name is written by the
-    others, who address them by it, so it would rank their lines over the named
-    person's own (`nodes.response.speakers`)."""
-    found = store.messages.search(user_id, query, limit)
-    named = named_speakers(
-        [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
-    )
-    rest = without_names(query, named) if named else None
-    return store.messages.search(user_id, rest, limit) if rest else found
 
 
 def topic_candidates(

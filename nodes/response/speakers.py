@@ -8,7 +8,8 @@ Melanie?") and never by themselves. So when a question names some of the authors
 not all:
 
 - the full-text search looks for the rest of the question without those names
-  (`without_names`), which would otherwise rank the other speakers' lines first;
+  (`message_search`, `without_names`), which would otherwise rank the other speakers'
+  lines first;
 - the excerpts of recalled topics rank a hit written by an author left unnamed only by
   what it lends the messages beside it (`nodes.response.excerpts`): the reply to a
   question asked of the named person is kept, the question itself is not.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from core.ports import Store
 from stores.fulltext import query_stems
 
 
@@ -60,3 +62,18 @@ def without_names(query: str, names: Iterable[str]) -> str | None:
     if len(kept) == len(words) or not query_stems(" ".join(kept)):
         return None
     return " ".join(kept)
+
+
+def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 over the user's archived conversation: (message id, score), best first.
+
+    When the query names some of the hits' authors but not all (`named_speakers`), the
+    hits are those of the query without the names: a person's name is written by the
+    others, who address them by it, so it would rank their lines over the named
+    person's own (`nodes.response.speakers`)."""
+    found = store.messages.search(user_id, query, limit)
+    named = named_speakers(
+        [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
+    )
+    rest = without_names(query, named) if named else None
+    return store.messages.search(user_id, rest, limit) if rest else found

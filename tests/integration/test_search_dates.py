@@ -12,7 +12,8 @@ from core.deps import Deps
 from core.records import parse_timestamp
 from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections
-from nodes.response.search import dated_messages, hybrid_search
+from nodes.response.dates import dated_messages
+from nodes.response.search import hybrid_search
 from tests.support.messages import new_messages
 
 pytestmark = pytest.mark.timeout(60)
