@@ -187,23 +187,24 @@ class MessageRepository(Repository):
         """{message id: its topic id (None while unarchived)} of the user's conversation
         messages among `ids`; others' ids, unknown ids and other kinds (which are never
         archived: a vector left from before kinds) are left out."""
-        if not ids:
-            return {}
-        rows = self._db.rows(
-            f"SELECT id, topic_id FROM messages WHERE +user_id = ? AND kind = '{MEMORY_KIND}' "
-            f"AND id IN ({placeholders(ids)})",
-            (user_id, *ids),
-        )
-        return {row[0]: row[1] for row in rows}
+        return self._column_of(user_id, ids, "topic_id", f"AND kind = '{MEMORY_KIND}'")
 
     def authors_of(self, user_id: int, ids: Sequence[int]) -> dict[int, str | None]:
         """{message id: its author (None: none given)} of the user's messages among `ids`;
         others' ids and unknown ids are left out."""
+        return self._column_of(user_id, ids, "author")
+
+    def _column_of(
+        self, user_id: int, ids: Sequence[int], column: str, condition: str = ""
+    ) -> dict[int, Any]:
+        """{message id: `column`} of the user's messages among `ids` meeting `condition`
+        (SQL after the user and id tests; the project's own text, never input)."""
         ids = stored_ids(ids)
         if not ids:
             return {}
         rows = self._db.rows(
-            f"SELECT id, author FROM messages WHERE +user_id = ? AND id IN ({placeholders(ids)})",
+            f"SELECT id, {column} FROM messages WHERE +user_id = ? {condition} "
+            f"AND id IN ({placeholders(ids)})",
             (user_id, *ids),
         )
         return {row[0]: row[1] for row in rows}
