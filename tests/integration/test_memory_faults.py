@@ -60,7 +60,7 @@ def failing_agent(
 ) -> tuple[Deps, list[NewMessage]]:
     """Services whose `agent` gets `step` from the provider on every call, and the cat
     conversation told twice, for user 1 (stored by `archive_day_by_day`)."""
-    deps = make_deps(models={agent: chat_model(server)})
+    deps = make_deps(models={agent: chat_model(server, steps=[step])})
     server.script(*[step] * ENOUGH)
     return deps, told_twice()
 

@@ -123,7 +123,7 @@ ENRICHER_FAULTS = {
 async def test_a_failing_enricher_searches_with_the_raw_text(
     world: FaultWorld, server: ScriptedOpenAI, step: Step, expected: str
 ):
-    deps = with_models(world.deps, enricher=chat_model(server))
+    deps = with_models(world.deps, enricher=chat_model(server, steps=[step]))
     server.script(*[step] * ENOUGH)
 
     result, state = await turn_with_state(deps, CAT_QUESTION)
@@ -179,7 +179,7 @@ async def test_a_failing_reranker_falls_back_and_the_turn_is_answered(
     world: FaultWorld, server: ScriptedOpenAI, case: str
 ):
     steps, expected, requests = reranker_faults(world)[case]
-    deps = with_models(world.deps, reranker=chat_model(server))
+    deps = with_models(world.deps, reranker=chat_model(server, steps=steps))
     server.script(*steps)
 
     result, state = await turn_with_state(deps, CAT_QUESTION)
@@ -218,7 +218,7 @@ RESPONDER_FAULTS = {
 async def test_a_failing_responder_gives_the_memory_only_answer(
     world: FaultWorld, server: ScriptedOpenAI, steps: list[Step], expected: str, requests: int
 ):
-    deps = with_models(world.deps, responder=chat_model(server))
+    deps = with_models(world.deps, responder=chat_model(server, steps=steps))
     server.script(*steps)
 
     result, state = await turn_with_state(deps, CAT_QUESTION)
@@ -287,9 +287,10 @@ async def test_a_rate_limited_responder_is_retried_after_retry_after(
 async def test_every_agent_failing_at_once_still_answers_from_memory(
     world: FaultWorld, server: ScriptedOpenAI
 ):
-    model = chat_model(server)
+    steps = [http_error(500), drop_connection(), delay(5.0)]
+    model = chat_model(server, steps=steps)
     deps = with_models(world.deps, enricher=model, reranker=model, responder=model)
-    server.script(http_error(500), drop_connection(), delay(5.0))
+    server.script(*steps)
 
     result, state = await turn_with_state(deps, CAT_QUESTION)
 

@@ -7,6 +7,7 @@ through the real `ChatOpenAI` with a short timeout and no retries unless a test 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pytest
@@ -19,13 +20,23 @@ from tests.support import openai_server as wire
 from tests.support.models import with_models
 from tests.support.openai_server import ScriptedOpenAI, Step
 
-CLIENT_TIMEOUT_S = 0.5
+ANSWERED_BUDGET_S = 10.0
+"""The client's timeout when every scripted step answers. The server shares the test's event
+loop, so on a loaded machine it may read a request late; no answer may turn into a timeout."""
+HELD_BACK_BUDGET_S = 1.0
+"""The client's timeout when a step holds its answer back (`delay`, five times longer)."""
 ENOUGH = 12
 """Every scripted fault is repeated this often: more than any run here calls the model."""
 
 
-def chat_model(server: ScriptedOpenAI, *, max_retries: int = 0) -> ChatOpenAI:
-    return server.chat_model(timeout=CLIENT_TIMEOUT_S, max_retries=max_retries)
+def chat_model(
+    server: ScriptedOpenAI, *, steps: Iterable[Step] = (), max_retries: int = 0
+) -> ChatOpenAI:
+    """The agent's client for `server`: it gives up only where one of the `steps` the test
+    scripts is held back past its timeout."""
+    held_back = any(isinstance(step, wire.Delay) for step in steps)
+    budget = HELD_BACK_BUDGET_S if held_back else ANSWERED_BUDGET_S
+    return server.chat_model(timeout=budget, max_retries=max_retries)
 
 
 @dataclass(frozen=True)
