@@ -243,13 +243,14 @@ def find_hits(
 
     Each query is encoded once (the embedder's cache holds the turn's stored message, so
     the raw text is not encoded again). Vector hits are ids only: they become records
-    through the user's relational rows.
+    through the user's relational rows, so a kind the user has no rows of (no documents,
+    no facts yet) is not asked: its lists are empty, as its hits would all be dropped.
     """
-    user_id, limits = context.user_id, kind_limits(context)
+    user_id, limits, store = context.user_id, kind_limits(context), deps.store
     reads = reads or VectorReads(deps.vectors, user_id)
     vectors = [deps.embedder.encode_query(query) for query in queries]
-    pending = {kind: _pool.submit(reads.nearest, kind, vectors, limits[kind]) for kind in kinds}
-    store = deps.store
+    held = store.holding(user_id, kinds)
+    pending = {k: _pool.submit(reads.nearest, k, vectors, limits[k]) for k in kinds if k in held}
     topic_scored = [
         store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
     ]
@@ -259,7 +260,9 @@ def find_hits(
     passage_text = [
         store.attachments.search(user_id, query, context.message_hits_count) for query in queries
     ]
-    vector_hits = {kind: future.result() for kind, future in pending.items()}
+    vector_hits = {
+        kind: pending[kind].result() if kind in pending else [[] for _ in queries] for kind in kinds
+    }
     down = reads.unavailable is not None
     found = [[i for i, _ in hits] for hits in (*message_scored, *vector_hits.get("messages", []))]
     dated = dated_messages(store, context, queries, found)

@@ -11,9 +11,10 @@ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from stores.relational.answers import AnswerRepository
 from stores.relational.attachments import AttachmentRepository
@@ -24,6 +25,9 @@ from stores.relational.people import PeopleRepository
 from stores.relational.sessions import SessionRepository
 from stores.relational.topics import TopicRepository
 from stores.relational.vector_queue import VectorQueue
+
+if TYPE_CHECKING:
+    from core.ports import VectorKind
 
 
 class RelationalStore:
@@ -54,6 +58,11 @@ class RelationalStore:
         """Make several repository calls one transaction: all of them happen, or none."""
         with self.db.transaction():
             yield
+
+    def holding(self, user_id: int, kinds: Sequence[VectorKind]) -> set[VectorKind]:
+        """Those of the vector `kinds` the user has records of. Each kind's records are the
+        rows of its own table, and the vector index holds nothing a row does not."""
+        return cast("set[VectorKind]", self.db.holding(user_id, kinds))
 
     def ping(self) -> None:
         """Raises unless the database answers a query."""

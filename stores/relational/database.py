@@ -94,6 +94,16 @@ class Database:
         by_id = {row["id"]: row for row in found}
         return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
 
+    def holding(self, user_id: int, tables: Sequence[str]) -> set[str]:
+        """Those of `tables` that hold at least one of the user's rows, in one statement
+        (each an index probe: every table named here is indexed by `user_id` first)."""
+        tables = list(dict.fromkeys(tables))
+        if not tables:
+            return set()
+        probes = ", ".join(f"EXISTS (SELECT 1 FROM {table} WHERE user_id = ?)" for table in tables)
+        [row] = self.rows(f"SELECT {probes}", [user_id] * len(tables))
+        return {table for table, held in zip(tables, row, strict=True) if held}
+
     def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
         """`statement` ending in `IN`, for the given ids, in its own transaction."""
         ids = stored_ids(ids)
