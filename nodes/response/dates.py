@@ -12,6 +12,14 @@ too): a day with its year ("9 November 2022", "November 9th, 2022", "9 нояб�
 the turn's moment), a month with its year ("November 2022", "в ноябре 2022"), and the
 numeric forms `2022-11-09` and `09.11.2022`. A month without a year is left alone, and
 an English day without one needs its month capitalised: "may" is mostly a verb.
+
+Days, weeks, months and years counted back from the turn's day are read too
+(`relative_periods`): "yesterday", "the day before yesterday", "3 days ago", "a week
+ago", "last week", "last month", "last year", "last Friday"; "вчера", "позавчера",
+"три дня назад", "неделю назад", "на прошлой неделе", "в прошлом месяце", "в прошлом
+году", "в прошлую пятницу". Only the past is read: "today", "this week" or "on Monday"
+say as often what is to come as what was said. Weeks begin on Monday.
+
 Periods are days and months of the turn's own time zone, as half-open [start, end)
 moments.
 """
@@ -108,6 +116,101 @@ def _latest(month: int, day: int, today: date) -> date | None:
     return None
 
 
+NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "один": 1, "одну": 1, "два": 2, "две": 2,
+    "пару": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7, "восемь": 8,
+    "девять": 9, "десять": 10,
+}  # fmt: skip
+WEEKDAYS = {
+    "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
+    "sunday": 6, "понедельник": 0, "вторник": 1, "сред": 2, "четверг": 3, "пятниц": 4,
+    "суббот": 5, "воскресенье": 6,
+}  # fmt: skip
+"""English names and Russian stems ("в прошлую среду": "сред")."""
+_COUNT = r"(?P<count>\d{1,3}|" + "|".join(NUMBERS) + ")"
+
+
+def _relative(pattern: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + pattern.replace(" ", r"\s+") + r"(?![\w-])", re.I)
+
+
+DAYS_BACK = (
+    (_relative("(?:the )?day before yesterday|позавчера"), 2),
+    (_relative(r"yesterday|вчера|вчерашн\w*"), 1),
+)
+AGO = (
+    _relative(_COUNT + r" (?P<unit>days?|weeks?|months?|years?) ago"),
+    _relative("(?:" + _COUNT + r" )?(?P<unit>день|дн[яей]+|недел[июь]|месяц\w*|год[а]?|лет) назад"),
+)
+LAST = (
+    # Not "the last week of the trip" (`\x20`: `_relative` spreads a plain space).
+    _relative(r"(?<!the\x20)(?:last|previous) (?P<unit>week|month|year)"),
+    _relative(r"прошл(?:ой|ую|ая) (?P<unit>недел)[еюя]"),
+    _relative(r"прошл(?:ом|ый|ого) (?P<unit>месяц|год)(?:[еуа])?"),
+)
+LAST_WEEKDAY = (
+    _relative(r"last (?P<weekday>" + "|".join(list(WEEKDAYS)[:7]) + ")"),
+    _relative(r"прошл(?:ый|ую|ое|ой) (?P<weekday>" + "|".join(list(WEEKDAYS)[7:]) + r")\w*"),
+)
+
+
+def _unit(name: str) -> str:
+    """day, week, month or year, for an English or Russian unit as the forms match it."""
+    name = name.lower()
+    for unit, starts in (
+        ("day", ("day", "ден", "дн")),
+        ("week", ("week", "недел")),
+        ("month", ("month", "месяц")),
+    ):
+        if name.startswith(starts):
+            return unit
+    return "year"  # year, years, год, года, лет
+
+
+def _month_back(today: date, count: int) -> date:
+    months = today.year * 12 + today.month - 1 - count
+    return date(months // 12, months % 12 + 1, 1)
+
+
+def _period_back(unit: str, count: int, today: date) -> tuple[date, date]:
+    """The day, the week (from Monday), the month or the year `count` of them before
+    `today`'s, as (first day, last day)."""
+    if unit == "day":
+        day = today - timedelta(days=count)
+        return day, day
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday() + 7 * count)
+        return monday, monday + timedelta(days=6)
+    if unit == "month":
+        first = _month_back(today, count)
+        return first, _month_back(today, count - 1) - timedelta(days=1)
+    return date(today.year - count, 1, 1), date(today.year - count, 12, 31)
+
+
+def relative_periods(text: str, today: date) -> list[tuple[re.Match[str], date, date]]:
+    """The past days, weeks, months and years `text` counts back from `today`, each with
+    the words that name it."""
+    found = []
+    for pattern, back in DAYS_BACK:
+        found += [(match, *_period_back("day", back, today)) for match in pattern.finditer(text)]
+    for pattern in AGO:
+        for match in pattern.finditer(text):
+            count = match["count"]
+            number = 1 if count is None else NUMBERS.get(count.lower()) or int(count)
+            found.append((match, *_period_back(_unit(match["unit"]), number, today)))
+    for pattern in LAST:
+        for match in pattern.finditer(text):
+            found.append((match, *_period_back(_unit(match["unit"]), 1, today)))
+    for pattern in LAST_WEEKDAY:
+        for match in pattern.finditer(text):
+            name = match["weekday"].lower()
+            weekday = next(number for stem, number in WEEKDAYS.items() if name.startswith(stem))
+            day = today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
+            found.append((match, day, day))
+    return found
+
+
 def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
     """The days and months `text` names, in order of appearance and without repeats, as
     [start, end) moments in `now`'s time zone."""
@@ -142,6 +245,8 @@ def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
             first = date(int(match["year"]), month_number(match["month"]), 1)
             following = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
             add(match, first, following - timedelta(days=1))
+    for match, first, last in relative_periods(text, today):
+        add(match, first, last)
     periods: dict[tuple[datetime, datetime], None] = {}
     for _, first, last in sorted(found, key=lambda item: item[0]):
         start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)

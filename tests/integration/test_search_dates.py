@@ -58,7 +58,7 @@ def store_days(deps: Deps, user_id: int) -> dict[str, list[int]]:
 
 
 def context(**fields) -> ResponseContext:
-    return ResponseContext(user_id=USER, now_iso="2023-01-10T12:00:00+00:00", **fields)
+    return ResponseContext(**{"user_id": USER, "now_iso": "2023-01-10T12:00:00+00:00", **fields})
 
 
 def test_messages_written_in_a_period_are_the_users_archived_ones_in_order(deps: Deps) -> None:
@@ -130,6 +130,33 @@ def test_a_question_naming_a_day_recalls_that_days_topic(deps: Deps) -> None:
         assert deps.store.topics.by_ids(USER, [first])[0]["start_msg_id"] == days[name][0]
     plain = hybrid_search(deps, context(), ["What did we talk about?"])
     assert plain["message_dated"] == []
+
+
+def test_a_day_counted_back_from_the_turn_recalls_that_days_topic(deps: Deps) -> None:
+    days = store_days(deps, USER)
+    store_days(deps, OTHER)
+    # The turn is the day after the cooking talk, and a week after the reading one's week.
+    after = {"now_iso": (DAY + timedelta(days=1, hours=2)).isoformat()}
+    topic_of = {
+        name: deps.store.messages.topics_of(USER, ids[:1])[ids[0]] for name, ids in days.items()
+    }
+    for question, name in (
+        ("What did we talk about yesterday?", "cooking"),
+        ("О чём мы говорили вчера?", "cooking"),
+        ("What did we talk about the day before yesterday?", "garden"),
+        ("Что мы обсуждали позавчера?", "garden"),
+    ):
+        found = hybrid_search(deps, context(**after), [question])
+        assert found["candidates"][0]["id"] == topic_of[name], question
+        assert sorted(found["message_dated"]) == days[name], question
+    # Reading was on Saturday 3 December 2022; on Tuesday the 6th that is last week.
+    later = {"now_iso": "2022-12-06T09:00:00+00:00"}
+    for question in ("What did we discuss last week?", "Что мы обсуждали на прошлой неделе?"):
+        found = hybrid_search(deps, context(**later), [question])
+        assert found["candidates"][0]["id"] == topic_of["reading"], question
+        assert sorted(found["message_dated"]) == days["reading"], question
+    # "Today" names no past period: no list.
+    assert hybrid_search(deps, context(**after), ["What do we do today?"])["message_dated"] == []
 
 
 def test_the_context_keeps_the_named_days_messages_when_topics_do_not_fit(deps: Deps) -> None:

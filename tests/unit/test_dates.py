@@ -48,6 +48,63 @@ def test_a_day_without_its_year_is_the_latest_one_not_after_now() -> None:
     assert days("on February 29", NOW.replace(year=2025)) == [("2024-02-29", 1)]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What did I say yesterday?", [("2024-02-29", 1)]),
+        ("yesterday's talk", [("2024-02-29", 1)]),
+        ("the day before yesterday", [("2024-02-28", 1)]),
+        ("3 days ago", [("2024-02-27", 1)]),
+        ("two days ago", [("2024-02-28", 1)]),
+        ("a week ago", [("2024-02-19", 7)]),  # weeks begin on Monday; NOW is a Friday
+        ("last week", [("2024-02-19", 7)]),
+        ("2 weeks ago", [("2024-02-12", 7)]),
+        ("last month", [("2024-02-01", 29)]),
+        ("three months ago", [("2023-12-01", 31)]),
+        ("last year", [("2023-01-01", 365)]),
+        ("Last Friday", [("2024-02-23", 1)]),  # not today, a Friday itself
+        ("last Thursday", [("2024-02-29", 1)]),
+        ("Что я говорил вчера?", [("2024-02-29", 1)]),
+        ("вчерашний разговор", [("2024-02-29", 1)]),
+        ("позавчера", [("2024-02-28", 1)]),
+        ("три дня назад", [("2024-02-27", 1)]),
+        ("пару дней назад", [("2024-02-28", 1)]),
+        ("неделю назад", [("2024-02-19", 7)]),
+        ("2 недели назад", [("2024-02-12", 7)]),
+        ("на прошлой неделе", [("2024-02-19", 7)]),
+        ("месяц назад", [("2024-02-01", 29)]),
+        ("в прошлом месяце", [("2024-02-01", 29)]),
+        ("в прошлом году", [("2023-01-01", 365)]),
+        ("5 лет назад", [("2019-01-01", 365)]),
+        ("в прошлую пятницу", [("2024-02-23", 1)]),
+        ("в прошлую среду", [("2024-02-28", 1)]),
+        ("в прошлый понедельник", [("2024-02-26", 1)]),
+    ],
+)
+def test_days_weeks_months_and_years_counted_back_from_the_turn(text: str, expected) -> None:
+    assert days(text) == expected
+
+
+def test_counting_back_crosses_years_and_only_the_past_is_read() -> None:
+    january = datetime(2024, 1, 15, 9, 0, tzinfo=UTC)
+    assert days("last month", january) == [("2023-12-01", 31)]
+    assert days("2 months ago", january) == [("2023-11-01", 30)]
+    assert days("yesterday", datetime(2024, 1, 1, 9, tzinfo=UTC)) == [("2023-12-31", 1)]
+    for text in (
+        "What do I have today?",
+        "this week",
+        "next week",
+        "on Monday",
+        "в понедельник",
+        "через неделю",
+        "сегодня",
+        "the last day of school",
+        "the last week of the trip",
+        "last weekend plans",
+    ):
+        assert days(text) == [], text
+
+
 def test_what_is_not_a_date() -> None:
     assert days("I may 5 times be wrong") == []  # an English month is capitalised
     assert days("Where was I in December?") == []  # a month needs its year
