@@ -101,8 +101,8 @@ class Database:
         if not tables:
             return set()
         probes = ", ".join(f"EXISTS (SELECT 1 FROM {table} WHERE user_id = ?)" for table in tables)
-        [row] = self.rows(f"SELECT {probes}", [user_id] * len(tables))
-        return {table for table, held in zip(tables, row, strict=True) if held}
+        rows = self.rows(f"SELECT {probes}", [user_id] * len(tables))  # none: no such user id
+        return {table for row in rows for table, held in zip(tables, row, strict=True) if held}
 
     def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
         """`statement` ending in `IN`, for the given ids, in its own transaction."""

@@ -67,6 +67,7 @@ def test_holding_names_the_kinds_the_user_has_rows_of_and_no_one_elses(deps: Dep
     store.facts.add(USER, "Has a cat named Marzipan", "context", 60)
     assert store.holding(USER, ["facts", "people", "facts"]) == {"facts"}
     assert store.holding(USER, []) == set()
+    assert store.holding(2**64, VECTOR_KINDS) == set()  # no row can have that id
 
 
 def test_a_kind_the_user_has_no_rows_of_is_not_asked_and_nothing_is_lost(deps: Deps) -> None:
