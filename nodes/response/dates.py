@@ -168,8 +168,9 @@ def _unit(name: str) -> str:
     return "year"  # year, years, год, года, лет
 
 
-def _month_back(today: date, count: int) -> date:
-    months = today.year * 12 + today.month - 1 - count
+def _month_start(day: date, months_back: int) -> date:
+    """The first day of the month `months_back` months before `day`'s (negative: after)."""
+    months = day.year * 12 + day.month - 1 - months_back
     return date(months // 12, months % 12 + 1, 1)
 
 
@@ -183,8 +184,7 @@ def _period_back(unit: str, count: int, today: date) -> tuple[date, date]:
         monday = today - timedelta(days=today.weekday() + 7 * count)
         return monday, monday + timedelta(days=6)
     if unit == "month":
-        first = _month_back(today, count)
-        return first, _month_back(today, count - 1) - timedelta(days=1)
+        return _month_start(today, count), _month_start(today, count - 1) - timedelta(days=1)
     return date(today.year - count, 1, 1), date(today.year - count, 12, 31)
 
 
@@ -243,8 +243,7 @@ def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
     for pattern in MONTH_FORMS:
         for match in pattern.finditer(text):
             first = date(int(match["year"]), month_number(match["month"]), 1)
-            following = (first.replace(day=28) + timedelta(days=4)).replace(day=1)
-            add(match, first, following - timedelta(days=1))
+            add(match, first, _month_start(first, -1) - timedelta(days=1))
     for match, first, last in relative_periods(text, today):
         add(match, first, last)
     periods: dict[tuple[datetime, datetime], None] = {}
