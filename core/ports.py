@@ -205,6 +205,9 @@ class Embedder(Protocol):
 
     name: str
 
+    def load(self) -> None:
+        """Be ready to encode without a wait (a process's start-up calls it)."""
+
     def encode(self, texts: list[str]) -> np.ndarray: ...
     def encode_query(self, text: str) -> np.ndarray: ...
 

