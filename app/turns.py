@@ -18,7 +18,6 @@ import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any, TypeVar
 from uuid import uuid4
 
@@ -58,9 +57,7 @@ async def store_user_message(
 ) -> int:
     """Store the turn's message (once per external id) and return its row id."""
     message = NewMessage(external_id=external_id, role="user", content=text, created_at=created_at)
-    rows = await asyncio.to_thread(
-        partial(deps.indexer.store_messages, outage_ok=True), user_id, [message]
-    )
+    rows = await asyncio.to_thread(deps.indexer.store_live, user_id, [message])
     if rows:
         return rows[0]["id"]
     stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)

@@ -21,7 +21,6 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from datetime import UTC
-from functools import partial
 from typing import Any
 
 from aiogram import BaseMiddleware, Bot
@@ -235,7 +234,7 @@ class StoreIncomingMiddleware(BaseMiddleware):
         try:
             async with self._locks[event.chat.id]:
                 stored = await asyncio.to_thread(
-                    partial(deps.indexer.store_messages, outage_ok=True),
+                    deps.indexer.store_live,
                     event.from_user.id,
                     [message],
                 )

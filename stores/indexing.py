@@ -7,12 +7,16 @@ in the store are embedded (or take the vectors given) and upserted, records gone
 are deleted from the index, then their queue entries are cleared. If the vector store is
 down the entries stay, and the next `index`/`index_all` (run before every memory run)
 catches up, so no record is left unsearchable and no deleted one stays findable.
+
+A turn's messages are the exception (`store_live`): they wait in the queue while they are
+on the chat's screen, and `catch_up` indexes the queue, in one call, once a turn's search
+reaches past what it shows.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from core.errors import VectorStoreUnavailable
@@ -136,23 +140,42 @@ class Indexer:
         counts = {kind: self.index(user_id, kind) for kind in VECTOR_KINDS}
         return {kind: count for kind, count in counts.items() if count}
 
-    def store_messages(
-        self, user_id: int, messages: Sequence[NewMessage], *, outage_ok: bool = False
-    ) -> list[MessageRow]:
+    def store_messages(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
         """Store messages (all or nothing), then index them for message-level search.
 
         The relational write comes first and alone decides what is stored. Indexing
         covers every message still queued, so a vector store that was down for earlier
         messages is caught up here; if it is down now, the messages stay stored (and
-        queued) and `VectorStoreUnavailable` propagates, or with `outage_ok` (a turn, which
-        goes on without vectors) is logged and the rows returned.
+        queued) and `VectorStoreUnavailable` propagates. A turn stores its messages with
+        `store_live` instead.
         """
         rows = self.store.messages.add(user_id, list(messages))
-        if outage_ok:
-            self.index_later_if_down(user_id, "messages")
-        else:
-            self.index(user_id, "messages")
+        self.index(user_id, "messages")
         return rows
+
+    def store_live(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
+        """Store messages of the conversation going on (all or nothing); their vectors wait
+        in the queue until `catch_up` finds one of them outside what a turn shows.
+
+        A turn's message stays in its chat's window for the turns after it, and vector
+        search reaches only the messages outside the window: auto-RAG's earlier messages,
+        and archived ones, whose queue every memory run drains first (`index_all`).
+        Upserting each message as it came cost one Chroma call a message, and embedded
+        Chroma holds the GIL through an upsert (its bindings release it for reads only,
+        chroma-core/chroma#3873): every turn of every chat stood still for each one, about
+        half of the time the bot held the GIL under load. Queued, a window's worth goes in
+        one call."""
+        return self.store.messages.add(user_id, list(messages))
+
+    def catch_up(self, user_id: int, in_context: Collection[int]) -> bool:
+        """Index the user's queued messages, all of them in one go, once any is outside
+        `in_context` (the messages a turn already shows: its window and itself). Whether
+        every message outside the context is indexed (False: the vector store is down and
+        the queue keeps them, logged)."""
+        queued = self.store.vector_queue.pending(user_id, "messages", BATCH)
+        if all(message_id in in_context for message_id in queued):
+            return True
+        return self.index_later_if_down(user_id, "messages")
 
     def index_later_if_down(self, user_id: int, kind: VectorKind) -> bool:
         """`index`, except that a vector store that is down is logged, not raised: the queue

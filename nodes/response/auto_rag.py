@@ -28,14 +28,18 @@ def relevant_earlier_messages(
     segment: int,
     exclude_ids: Collection[int],
     exclude_topic_ids: Collection[int] = (),
+    on_screen: Collection[int] = (),
 ) -> list[MessageRow]:
     """Up to `auto_rag_top_k` earlier messages of `segment` relevant to `text`, best first.
 
     `exclude_ids` are the messages already in the context (the window, the current one);
-    messages of `exclude_topic_ids` are there too, inside the recalled topics.
+    messages of `exclude_topic_ids` are there too, inside the recalled topics. The live
+    messages outside `exclude_ids` and `on_screen` are indexed first (`Indexer.catch_up`):
+    those may still wait in the vector queue, found by full text alone.
     """
     user_id, limit = context.user_id, context.auto_rag_search_limit
     vector = deps.embedder.encode_query(text)
+    deps.indexer.catch_up(user_id, {*exclude_ids, *on_screen})
     reads = VectorReads(deps.vectors, user_id)
     # Chroma's metadata filter costs time linear in the records it matches (20,000
     # messages: 84 ms against 4 ms unfiltered); a segment holding all the user's messages

@@ -128,7 +128,8 @@ def store_answer(
     answered_by: AnsweredBy,
     partial: bool,
 ) -> int:
-    """The answer and its sources in one transaction, then the answer indexed; its row id.
+    """The answer and its sources in one transaction; its row id. The answer's vector
+    waits in the queue like the question's (`Indexer.store_live`).
     An answer already stored (a resumed run) gets its sources recorded again."""
     store = deps.store
     with store.atomic():
@@ -138,7 +139,6 @@ def store_answer(
         store.answers.record(
             user_id, message["id"], sources, answered_by=answered_by, partial=partial
         )
-    deps.indexer.index_later_if_down(user_id, "messages")
     return message["id"]
 
 

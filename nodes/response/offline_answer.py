@@ -213,13 +213,18 @@ def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> str:
     selected = state.get("selected_topics") or []
     topics = recall_topics(deps, user_id, selected, queries)
     current = [state.get("message_id"), *(state.get("group_message_ids") or ())]
+    segment = deps.store.sessions.current_segment(user_id)
+    # The whole segment is searched, the user's newest messages too; those, on the chat's
+    # screen, may still wait for their vectors (a window's worth, `Indexer.store_live`).
+    newest = deps.store.messages.recent(user_id, context.sliding_window_messages, segment)
     conversation = relevant_earlier_messages(
         deps,
         context,
         state["text"],
-        deps.store.sessions.current_segment(user_id),
+        segment,
         exclude_ids={i for i in current if i is not None},
         exclude_topic_ids={topic["id"] for topic in selected},
+        on_screen={message["id"] for message in newest},
     )
     selected_people: Sequence[SelectedPerson] = state.get("selected_people") or []
     people = [

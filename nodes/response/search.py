@@ -197,7 +197,7 @@ class Hits:
 
         A message hit counts only among `archived` (the user's messages filed in a topic),
         as in the fusion: the conversation going on, the turn's own question included
-        (stored and indexed before the search, it is its own best hit), votes for no topic
+        (once indexed, it is its own best hit), votes for no topic
         and so is no evidence that memory holds anything on the turn. A passage hit counts
         as a hit on the message that carried its document (`message_of`: passage id to
         message id), as in the fusion: a document's text is what its message says."""

@@ -11,7 +11,6 @@ node, a resumed run does not store it twice.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from uuid import uuid4
 
 from langgraph.runtime import Runtime
@@ -34,9 +33,7 @@ def make_store_question(deps: Deps):
             content=state["text"],
             created_at=turn_moment(context).isoformat(timespec="seconds"),
         )
-        rows = await asyncio.to_thread(
-            partial(deps.indexer.store_messages, outage_ok=True), context.user_id, [message]
-        )
+        rows = await asyncio.to_thread(deps.indexer.store_live, context.user_id, [message])
         return {"message_id": rows[0]["id"]}
 
     return store_question

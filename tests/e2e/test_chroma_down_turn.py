@@ -5,7 +5,9 @@ Bot API) answers Alice. With the server stopped, her question is answered from f
 search alone: the answer recalls the conversation that holds it, the answer's sources and
 the log say vectors were unavailable, and the question waits in the vector queue (the
 answer, written with no model, is a memory-only answer: never memory, so never embedded).
-Once the server is back, the next turn drains the queue.
+Once the server is back, the next turn searches by vector again; the two questions, on
+the chat's screen, wait in the queue (`Indexer.store_live`) until the memory run drains
+it.
 """
 
 from __future__ import annotations
@@ -86,8 +88,13 @@ async def test_a_turn_is_answered_with_the_vector_store_down(
         api.send_text(ALICE, "Thanks! And the water fountain?")
         await api.wait_for_sent(ALICE.id, 3, within_s=60)
 
-        assert pending(deps) == 0, "the queue drained once the server was back"
-        conversation = [m for m in deps.store.messages.all_of(ALICE.id) if m["kind"] == MEMORY_KIND]
-        assert deps.vectors.count("messages", ALICE.id) == len(conversation)
         latest = deps.store.answers.latest(ALICE.id)["context_used"]
         assert "search" not in latest["fallbacks"]
+        questions = [m["id"] for m in deps.store.messages.all_of(ALICE.id)[len(history) :]][::2]
+        assert deps.store.vector_queue.pending(ALICE.id, "messages") == questions
+        assert deps.vectors.count("messages", ALICE.id) == len(history)
+
+        await archive_user(deps, ALICE.id, archive_all=True)
+        assert pending(deps) == 0, "the memory run drained the queue"
+        conversation = [m for m in deps.store.messages.all_of(ALICE.id) if m["kind"] == MEMORY_KIND]
+        assert deps.vectors.count("messages", ALICE.id) == len(conversation)

@@ -241,8 +241,11 @@ async def test_finalize_stores_the_sanitised_answer_once(deps: Deps):
         ("user", "Hi", "q1"),
         ("assistant", "Hello!", f"reply-to-{question['id']}"),
     ]
-    assert deps.vectors.count("messages", USER) == 2  # a model's answer is conversation
     assert stored[1]["kind"] == "conversation"
+    # A model's answer is conversation: queued for the index like the question.
+    assert deps.store.vector_queue.pending(USER, "messages") == [stored[1]["id"]]
+    assert deps.indexer.catch_up(USER, ())
+    assert deps.vectors.count("messages", USER) == 2
     [answer] = deps.store.answers.all_of(USER)
     assert (answer["message_id"], answer["partial"]) == (stored[1]["id"], False)
 
