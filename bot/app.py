@@ -52,6 +52,7 @@ from bot.middlewares import (
     StoreIncomingMiddleware,
     TaskTracker,
 )
+from bot.responses import KeepResponseModels
 from bot.retry import RetryRequestMiddleware
 from bot.routers import callbacks, commands, groups, messages, sources
 from bot.routers.messages import Turn, answer_unanswered
@@ -77,6 +78,7 @@ def build_bot(settings: Settings) -> Bot:
         api=TelegramAPIServer.from_base(settings.telegram_api_url, is_local=False)
     )
     session.middleware(RetryRequestMiddleware())
+    session.middleware(KeepResponseModels())
     return Bot(token=settings.telegram_token.get_secret_value(), session=session)
 
 

@@ -1,16 +1,19 @@
 """The bot's start-up (issue 15, load): the encoder is loaded and the vector store
 connected before the first update, not by the first user's turn; what is alive then is
-frozen out of the garbage collector's view while the bot runs, and thawed at shutdown. A
-vector store that is down at start-up is only logged."""
+frozen out of the garbage collector's view while the bot runs, and thawed at shutdown;
+the Bot API's response models are kept from their first use. A vector store that is
+down at start-up is only logged."""
 
 from __future__ import annotations
 
 import gc
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiogram.methods import Response, SendMessage
 
 from stores.embedders import build_embedder
 from tests.support.bot_api_server import FakeUser
@@ -41,6 +44,10 @@ async def test_start_up_loads_the_encoder_and_freezes_the_heap_until_shutdown(tm
                 "user",
                 "assistant",
             ]
+            # The answer's response model was built after the freeze, and is kept.
+            answered = weakref.ref(Response[SendMessage.__returning__])  # type: ignore[name-defined]
+            gc.collect()
+            assert answered() is not None, "the bot's session keeps its response models"
 
     assert gc.get_freeze_count() == 0, "thawed at shutdown"
 
