@@ -93,6 +93,11 @@ class GraphMetrics(BaseCallbackHandler):
     """Times graph nodes and chat-model calls; adds them up per top-level run."""
 
     raise_error = False
+    run_inline = True
+    """Called in the run's own thread. Otherwise LangChain hands every event of an async
+    run (a start and an end for each node and each of LangGraph's inner runnables) to the
+    event loop's default executor and awaits it: a thread hop per event, queued behind the
+    turns' blocking work (`asyncio.to_thread`) in that same pool."""
 
     def __init__(self) -> None:
         self._started: dict[UUID, tuple[float, str | None]] = {}
