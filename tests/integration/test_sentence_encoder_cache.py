@@ -55,7 +55,7 @@ def test_first_use_prepares_the_files_and_later_ones_read_them(
     directory = prepared(cache_dir)
     assert sorted(path.name for path in directory.iterdir()) == ["tokenizer.pickle", "weights.npz"]
     assert [path.name for path in cache_dir.iterdir()] == [directory.name], "no staging left"
-    assert load_prepared(directory, threads=2) is not None
+    assert load_prepared(directory) is not None
     assert np.array_equal(first, package_vectors)
     assert np.array_equal(vectors(cache_dir), package_vectors)
 
@@ -79,9 +79,9 @@ def test_a_pickle_that_is_not_the_tokenizer_is_never_used(
     tokenizer = prepared(cache_dir) / "tokenizer.pickle"
     tokenizer.write_bytes(pickle.dumps({"not": "a tokenizer"}))
 
-    assert load_prepared(prepared(cache_dir), threads=2) is None
+    assert load_prepared(prepared(cache_dir)) is None
     assert np.array_equal(vectors(cache_dir), package_vectors)
-    assert load_prepared(prepared(cache_dir), threads=2) is not None, "prepared again"
+    assert load_prepared(prepared(cache_dir)) is not None, "prepared again"
 
 
 def test_files_others_may_write_are_not_read(tmp_path: Path, package_vectors: np.ndarray):
@@ -91,7 +91,7 @@ def test_files_others_may_write_are_not_read(tmp_path: Path, package_vectors: np
     directory.chmod(0o777)
     written = (directory / "weights.npz").stat().st_mtime_ns
 
-    assert load_prepared(directory, threads=2) is None
+    assert load_prepared(directory) is None
     assert np.array_equal(vectors(cache_dir), package_vectors)
     assert (directory / "weights.npz").stat().st_mtime_ns == written, "never written over"
     assert [path.name for path in cache_dir.iterdir()] == [directory.name], "nothing staged"
