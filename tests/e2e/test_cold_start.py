@@ -107,3 +107,65 @@ def test_the_installed_libraries_come_compiled(tmp_path: Path) -> None:
     assert len(libraries) > 300
     uncompiled = [p for p in libraries if not Path(importlib.util.cache_from_source(p)).is_file()]
     assert not uncompiled, f"{len(uncompiled)} of {len(libraries)}: {uncompiled[:5]}"
+
+
+SCRIPT_EXIT_PROBE = """
+import atexit, gc, sys
+from importlib.metadata import entry_points
+
+(script,) = entry_points(group="console_scripts", name="topica")
+print("entry point", script.value, file=sys.stderr)
+atexit.register(lambda: print("frozen at exit", gc.get_freeze_count(), file=sys.stderr))
+sys.argv = ["topica", *sys.argv[1:]]
+sys.exit(script.load()())
+"""
+
+
+def test_the_script_leaves_its_heap_out_of_the_exit_collections(
+    tmp_path: Path, make_deps, make_messages
+) -> None:
+    """The installed `topica` script freezes the heap once the command is done, so the
+    interpreter's collections at exit skip it (README "Cold start"); the command's work
+    is all there, and its exit status passes through."""
+    data = one_topic_memory(tmp_path / "data", make_deps, make_messages)
+
+    def script(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", SCRIPT_EXIT_PROBE, *argv, "--data-dir", str(data)],
+            env=untraced_environment(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=100,
+        )
+
+    asked = script("ask", "Where did we book the table?", "--user", "1", "--json")
+
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert "entry point cli.main:entry" in asked.stderr
+    frozen = int(asked.stderr.split("frozen at exit")[1].split()[0])
+    assert frozen > 100_000  # LangGraph, Chroma and the encoder's objects among them
+    assert json.loads(asked.stdout)["answer"]
+    deps = make_deps(data_dir=data)
+    try:
+        stored = [m["content"] for m in deps.store.messages.recent(1, 10)]
+    finally:
+        deps.close()
+    assert "Where did we book the table?" in stored
+
+    refused = script("ask", "")
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "frozen at exit" in refused.stderr
+
+
+def test_main_called_in_process_freezes_nothing(tmp_path: Path) -> None:
+    """Only the script's own exit freezes: a caller of `main` keeps collecting as usual."""
+    import gc
+
+    from cli.main import main
+
+    before = gc.get_freeze_count()
+    status = main(["topics", "--user", "1", "--data-dir", str(tmp_path / "missing")])
+
+    assert status == 2
+    assert gc.get_freeze_count() == before
