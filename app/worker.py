@@ -3,9 +3,10 @@
 Every `interval_s` it looks for users whose unarchived messages meet seed 000's
 triggers (a chunk closed by an inactivity gap of `chunk_interval`, or by
 `max_chunk_size` messages or `split_threshold_chars`, or a tail quiet for
-`chunk_interval`) and runs the memory graph for them (`archive_user`). One run
-per user at a time, one user at a time (the local embedder is CPU-bound), each
-in its own task, so replies never wait for memory. A failed run is logged and
+`chunk_interval`; with `archive_batch_messages`, enough of them or the longest wait:
+`nodes.memory.chunking.archive_batch`) and runs the memory graph for them
+(`archive_user`). One run per user at a time, one user at a time (the local embedder
+is CPU-bound), each in its own task, so replies never wait for memory. A failed run is logged and
 the user is retried after a backoff that doubles up to `max_backoff_s`.
 `stop()` lets running archive runs finish within a bound; an interrupted run
 resumes from its checkpoint next time.
@@ -89,13 +90,19 @@ class MemoryWorker:
         ):
             return True
         pending = self.deps.store.messages.unarchived(user_id, settings.max_chunk_size + 1)
+        batching = settings.archive_batch_messages > 0
+        segment = self.deps.store.sessions.current_segment(user_id) if batching else 0
         chunk = next_chunk(
             pending,
             interval_s=settings.chunk_interval.total_seconds(),
+            max_gap_s=settings.topic_max_gap.total_seconds(),
             max_messages=settings.max_chunk_size,
             max_chars=settings.split_threshold_chars,
             now_ts=now_ts,
             archive_all=False,
+            batch_messages=settings.archive_batch_messages,
+            max_wait_s=settings.archive_max_wait.total_seconds(),
+            segment=segment,
         )
         return bool(chunk)
 

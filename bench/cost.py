@@ -10,10 +10,15 @@ reply's usage reports), by agent:
   archived message;
 - turns: calls per turn, and prompt and completion tokens per answered turn (p50/p95).
 
-`live=True` archives the session as the running bot does: each sitting (messages until a
-pause of `TOPICA_CHUNK_INTERVAL`) is stored, then archived once it is over, before the
-next is told, so each sitting is its own chunk. Without it the session is ingested whole
-(a saved session, or a backlog), and a chunk holds every finished sitting that fits.
+`live=True` archives the session as the running bot does: messages are stored one by
+one, each at its time, and the bot's memory worker runs whenever something may have become
+ready (`tell_live`), so a sitting (messages until a pause of `TOPICA_CHUNK_INTERVAL`) is
+archived once it has been over for that long, on its own (with
+`TOPICA_ARCHIVE_BATCH_MESSAGES`, once enough are ready or the oldest has waited
+`TOPICA_ARCHIVE_MAX_WAIT`). Every message is archived in the end and every call counted;
+the hours each waited are reported.
+Without it the session is ingested whole (a saved session, or a backlog), and a chunk
+holds every finished sitting that fits.
 
 The server's own request log is reported beside it (`server`): the two must agree.
 Token counts are the server's approximation (about four characters a token), the same
@@ -22,6 +27,7 @@ the context budgets use, so they compare prompts, not a provider's bill.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tempfile
@@ -35,11 +41,12 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from app.memory import ingest
+from app.memory import archive_user, ingest
 from app.turns import run_turn
 from bench.llm_server import MODEL_PREFIX, AgentServer
 from bench.metrics import percentile
 from bench.usage import counting_all
+from core.deps import Deps
 from core.records import NewMessage, parse_timestamp
 from core.settings import AGENTS, Settings
 from nodes.memory.chunking import sittings
@@ -143,6 +150,34 @@ def told_sittings(messages: list[NewMessage], settings: Settings) -> list[list[N
     )
 
 
+async def tell_live(deps: Deps, messages: list[NewMessage]) -> tuple[int, list[float]]:
+    """Store `messages` at their times, with a memory run at every moment the bot's worker
+    could find something newly ready (a message's time, an interval after it, the longest
+    wait after it), as its ticks would. The number of chunks archived, and for each
+    message the hours from when it was written to the run that archived it."""
+    settings = deps.settings
+    times = [parse_timestamp(message["created_at"]).timestamp() for message in messages]
+    interval, wait = (
+        settings.chunk_interval.total_seconds(),
+        settings.archive_max_wait.total_seconds(),
+    )
+    runs = {t + later for t in times for later in (interval, wait, interval + wait)}
+    arrivals = [(clock, 1, index) for index, clock in enumerate(times)]
+    # At equal times the worker's run comes first: the message is not there yet.
+    timeline = sorted([*((clock, 0, -1) for clock in runs), *arrivals])
+    chunks = 0
+    delays: list[float] = []
+    for clock, arrives, index in timeline:
+        if arrives:
+            await asyncio.to_thread(deps.store.messages.add, USER, [messages[index]])
+            continue
+        archived = await archive_user(deps, USER, now_ts=clock)
+        chunks += len(archived)
+        for state in archived:
+            delays.extend((clock - message["ts"]) / 3600 for message in state["chunk"])
+    return chunks, delays
+
+
 async def bench_cost(
     session: Path | None = None, turns: int = 20, *, live: bool = False
 ) -> dict[str, Any]:
@@ -158,10 +193,11 @@ async def bench_cost(
             try:
                 with counting_all(usage):
                     by_sitting = told_sittings(messages, deps.settings)
-                    told = by_sitting if live else [messages]
-                    chunks = 0
-                    for sitting in told:
-                        chunks += (await ingest(deps, sitting, USER))["chunks"]
+                    delays: list[float] = []
+                    if live:
+                        chunks, delays = await tell_live(deps, messages)
+                    else:
+                        chunks = (await ingest(deps, messages, USER))["chunks"]
                     topics = deps.store.topics.all_of(USER)
                     archiving = list(usage.calls)
                     per_turn = []
@@ -199,6 +235,7 @@ async def bench_cost(
             "prompt_tokens_per_message": memory_prompt / archived if archived else None,
             "completion_tokens_per_message": memory_completion / archived if archived else None,
             "by_agent": memory,
+            "delay_hours": spread(delays) | {"max": max(delays, default=None)},
         },
         "turn": {
             "calls": spread([float(len(calls)) for calls in per_turn]),
@@ -246,6 +283,14 @@ def cost_summary(result: dict[str, Any]) -> list[str]:
         f"messages (target ≤ {TARGET_CALLS_PER_100}), "
         f"{archiving['prompt_tokens_per_message']:.0f} prompt and "
         f"{archiving['completion_tokens_per_message']:.0f} completion tokens per message.",
+        *(
+            [
+                f"A message waited {delay['p50']:.1f} h for its archiving (p50; p95 "
+                f"{delay['p95']:.1f} h, at most {delay['max']:.1f} h)."
+            ]
+            if (delay := archiving["delay_hours"])["max"] is not None
+            else []
+        ),
         f"A turn: {turn['calls']['p50']:.0f} calls (p50); prompt tokens p50 "
         f"{turn['prompt_tokens']['p50']:.0f} / p95 {turn['prompt_tokens']['p95']:.0f} "
         f"(target p95 ≤ {TARGET_TURN_PROMPT_P95:,}); completion p50 "

@@ -81,6 +81,10 @@ class MemoryContext(FromSettings):
     the splitter proposed; the pause ends a sitting, as `chunk_interval` does."""
     max_chunk_size: int = DEFAULTS.max_chunk_size
     split_threshold_chars: int = DEFAULTS.split_threshold_chars
+    archive_batch_messages: int = DEFAULTS.archive_batch_messages
+    archive_max_wait_s: float = DEFAULTS.archive_max_wait.total_seconds()
+    """Finished sittings wait for one another until `archive_batch_messages` are ready, or
+    the oldest has waited this long (`nodes.memory.chunking.archive_batch`)."""
     consolidation_similarity_threshold: float = DEFAULTS.consolidation_similarity_threshold
     max_merged_size_chars: int = DEFAULTS.max_merged_size_chars
     consolidation_batch_size: int = DEFAULTS.consolidation_batch_size
@@ -92,6 +96,7 @@ class MemoryContext(FromSettings):
         return {
             "chunk_interval_s": settings.chunk_interval.total_seconds(),
             "topic_max_gap_s": settings.topic_max_gap.total_seconds(),
+            "archive_max_wait_s": settings.archive_max_wait.total_seconds(),
         }
 
 

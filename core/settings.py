@@ -119,6 +119,16 @@ class Settings(BaseSettings):
     )
     max_chunk_size: int = 400
     split_threshold_chars: int = 25_000
+    archive_batch_messages: int = Field(
+        default=0,
+        ge=0,
+        description="Finished sittings wait until this many messages are ready to archive "
+        "together (fewer LLM calls in live chat); 0 = each sitting once it is over.",
+    )
+    archive_max_wait: timedelta = Field(
+        default=timedelta(days=3),
+        description="The longest a finished sitting waits for others (archive_batch_messages).",
+    )
     consolidation_similarity_threshold: float = 0.85
     max_merged_size_chars: int = 50_000
     consolidation_batch_size: int = 10
@@ -201,7 +211,7 @@ class Settings(BaseSettings):
             return [value]
         return value
 
-    @field_validator("chunk_interval", "topic_max_gap", mode="before")
+    @field_validator("chunk_interval", "topic_max_gap", "archive_max_wait", mode="before")
     @classmethod
     def _seconds_or_iso(cls, value: object) -> object:
         """`3600`, `"3600"` and `"PT1H"` all mean one hour."""

@@ -11,6 +11,8 @@ no sitting is read in two halves. Messages come in time order (`created_at`), no
 order they were stored, so an older session ingested after live chat is archived in its
 own time. The trailing sitting (the conversation still going on) is only ready once it has
 been quiet for `chunk_interval`, unless the run archives everything (a saved session).
+With `archive_batch_messages` set, finished sittings wait for one another so that one
+splitter call and one Archivist call read several (`archive_batch`).
 
 Why 6 hours for `topic_max_gap`: it is the length of a separate sitting. Pauses inside one
 sitting (a meal, a meeting, an errand) stay under it, so a subject picked up after lunch
@@ -76,8 +78,16 @@ def next_chunk(
     max_chars: int,
     now_ts: float,
     archive_all: bool,
+    batch_messages: int = 0,
+    max_wait_s: float = float("inf"),
+    segment: int = 0,
 ) -> list[MessageRow]:
-    """The first ready chunk of `messages` (in time order), or [] when none is ready."""
+    """The first ready chunk of `messages` (in time order), or [] when none is ready.
+
+    With `batch_messages`, finished sittings wait for one another (`archive_batch`) until
+    that many messages are ready, the chunk is full, the oldest has waited `max_wait_s`,
+    or the user has started a conversation after theirs (`segment`, the current one).
+    """
     chunk: list[MessageRow] = []
     chars = 0
     finished = 0  # how many of the chunk's messages lie before the last sitting's end
@@ -90,9 +100,33 @@ def next_chunk(
                 return chunk[:finished] if finished else chunk
         chunk.append(message)
         chars += len(message["content"])
-    if chunk and (archive_all or now_ts - chunk[-1]["ts"] >= interval_s):
+    if archive_all:
         return chunk
-    return chunk[:finished]
+    ready = chunk if chunk and now_ts - chunk[-1]["ts"] >= interval_s else chunk[:finished]
+    return ready if archive_batch(ready, batch_messages, max_wait_s, now_ts, segment) else []
+
+
+def archive_batch(
+    ready: Sequence[MessageRow], batch: int, max_wait_s: float, now_ts: float, segment: int
+) -> bool:
+    """Whether finished sittings that fit in one chunk are archived now (`archive_batch_messages`).
+
+    Each archiving costs a splitter call and an Archivist call whatever it reads, so in
+    live chat, where every sitting is over long before the next begins, archiving sitting
+    by sitting costs about 9 calls per 100 messages (README "LLM cost"). Waiting until
+    `batch` messages are ready lets one pair of calls read several sittings. Meanwhile the
+    waiting messages are stored and indexed, and a turn finds them as messages from earlier
+    in the conversation (auto-RAG); their topics and facts come at most `max_wait_s` after
+    the oldest of them was written. Auto-RAG searches the current conversation only, so
+    messages of one the user has left (`/new`) wait no longer: only topics find them.
+    """
+    if not ready:
+        return False
+    return (
+        len(ready) >= batch
+        or now_ts - ready[0]["ts"] >= max_wait_s
+        or any(message["segment"] < segment for message in ready)
+    )
 
 
 def make_load_chunk(deps: Deps):
@@ -103,6 +137,12 @@ def make_load_chunk(deps: Deps):
         pending = await asyncio.to_thread(
             deps.store.messages.unarchived, context.user_id, context.max_chunk_size + 1
         )
+        batching = context.archive_batch_messages > 0 and not context.archive_all
+        segment = (
+            await asyncio.to_thread(deps.store.sessions.current_segment, context.user_id)
+            if batching
+            else 0
+        )
         chunk = next_chunk(
             pending,
             interval_s=context.chunk_interval_s,
@@ -111,6 +151,9 @@ def make_load_chunk(deps: Deps):
             max_chars=context.split_threshold_chars,
             now_ts=context.now_ts if context.now_ts is not None else time.time(),
             archive_all=context.archive_all,
+            batch_messages=context.archive_batch_messages,
+            max_wait_s=context.archive_max_wait_s,
+            segment=segment,
         )
         # With nothing to archive, topics whose facts are still missing (the archivist
         # failed, or was not configured then) get their turn, so they are not stuck until

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cost import bench_cost, cost_rows, cost_summary
+from bench.cost import bench_cost, cost_rows, cost_summary, told_sittings
+from core.records import parse_timestamp
 from tests.support.paths import EXAMPLES
 
 pytestmark = pytest.mark.timeout(300)
@@ -61,3 +62,37 @@ async def test_live_archiving_costs_a_splitter_and_an_archivist_call_a_sitting()
     assert archiving["archivist"]["calls"] == 9
     assert result["archived_messages"] == 196
     assert result["server"]["calls"]["archivist"] == 9
+    # Each sitting was archived an interval after it was over, not when the next began.
+    delay = result["archiving"]["delay_hours"]
+    assert delay["p50"] >= 1.0 and delay["max"] <= 1.0 + longest_sitting_hours()
+
+
+def longest_sitting_hours() -> float:
+    from core.settings import Settings
+    from stores.saved_sessions import read_session
+
+    session = read_session(EXAMPLES / "demo_session.jsonl")
+    sittings = told_sittings(session, Settings(_env_file=None))
+    return (
+        max(
+            (parse_timestamp(s[-1]["created_at"]) - parse_timestamp(s[0]["created_at"])).seconds
+            for s in sittings
+        )
+        / 3600
+    )
+
+
+async def test_batched_live_archiving_reads_several_sittings_a_call(monkeypatch) -> None:
+    """`TOPICA_ARCHIVE_BATCH_MESSAGES=60` with a week's longest wait: finished sittings wait
+    for one another, so the nine sittings cost three splitter calls; the last ones, which
+    no later sitting joins, are archived once the first of them has waited a week."""
+    monkeypatch.setenv("TOPICA_ARCHIVE_BATCH_MESSAGES", "60")
+    monkeypatch.setenv("TOPICA_ARCHIVE_MAX_WAIT", "P7D")
+    result = await bench_cost(EXAMPLES / "demo_session.jsonl", turns=1, live=True)
+
+    archiving = result["archiving"]
+    assert result["sittings"] == 9 and result["chunks"] == 3
+    assert archiving["by_agent"]["splitter"]["calls"] == 3
+    assert result["archived_messages"] == 196
+    assert archiving["calls"] == 6  # a sitting by itself: 9 + 9
+    assert 24 * 7 - 1 <= archiving["delay_hours"]["max"] <= 24 * 7 + 1

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from app.memory import archive_user
 from app.worker import MemoryWorker
 from core.deps import Deps
 from tests.support.messages import BASE_TIME, new_messages
@@ -157,3 +158,45 @@ async def test_a_topic_whose_message_was_edited_is_picked_up_and_summarised_agai
     assert deps.store.topics.stale(1) == []
     [topic] = deps.store.topics.by_ids(1, [first["topic_id"]])
     assert "Lisbon" in topic["summary"]
+
+
+async def test_finished_sittings_wait_for_a_batch_of_messages(make_deps) -> None:
+    """`TOPICA_ARCHIVE_BATCH_MESSAGES`: a finished sitting of three messages waits for a
+    batch of five, in the worker's triggers and in the memory graph alike, until a second
+    sitting is over or the first has waited `TOPICA_ARCHIVE_MAX_WAIT`."""
+    deps = make_deps(archive_batch_messages=5, archive_max_wait=timedelta(days=1))
+    await conversation(deps, 1)
+    archive = ScriptedArchive()
+    assert await worker_for(deps, archive).tick() == []
+    assert await archive_user(deps, 1, now_ts=STALE) == []
+    assert len(deps.store.messages.unarchived(1)) == 3
+
+    later = BASE_TIME + timedelta(hours=3)
+    deps.indexer.store_messages(1, new_messages(["again", "yes", "ok"], start=later, prefix="n"))
+    assert await worker_for(deps, archive, clock=lambda: later.timestamp() + 600).tick() == []
+    quiet = later.timestamp() + 2 * HOUR
+    assert await worker_for(deps, archive, clock=lambda: quiet).tick() == [1]
+    archived = await archive_user(deps, 1, now_ts=quiet)
+    assert [len(state["chunk"]) for state in archived] == [6]
+    assert deps.store.messages.unarchived(1) == []
+
+
+async def test_the_longest_wait_archives_a_sitting_alone(make_deps) -> None:
+    deps = make_deps(archive_batch_messages=5, archive_max_wait=timedelta(days=1))
+    await conversation(deps, 1)
+    a_day_on = BASE_TIME.timestamp() + 24 * HOUR
+    assert await archive_user(deps, 1, now_ts=a_day_on - 60) == []
+    archived = await archive_user(deps, 1, now_ts=a_day_on)
+    assert [len(state["chunk"]) for state in archived] == [3]
+
+
+async def test_a_new_conversation_ends_the_wait(make_deps) -> None:
+    """`/new`: the finished sitting of the conversation left is archived without waiting."""
+    deps = make_deps(archive_batch_messages=5, archive_max_wait=timedelta(days=1))
+    await conversation(deps, 1)
+    archive = ScriptedArchive()
+    assert await worker_for(deps, archive).tick() == []
+    deps.store.sessions.start_new_segment(1)
+    assert await worker_for(deps, archive).tick() == [1]
+    archived = await archive_user(deps, 1, now_ts=STALE)
+    assert [len(state["chunk"]) for state in archived] == [3]

@@ -166,3 +166,38 @@ async def test_load_chunk_leaves_a_fresh_conversation_alone(deps: Deps, make_mes
     assert fresh["chunk"] == []
     assert route_after_load(fresh) == "__end__"
     assert [m["id"] for m in stale["chunk"]] == [m["id"] for m in stored]
+
+
+def test_finished_sittings_wait_for_the_batch_or_the_longest_wait():
+    """`archive_batch_messages`: two finished sittings of two messages, a batch of five."""
+    messages = rows([0, 60, 2 * HOUR, 2 * HOUR + 60])
+    waiting = {"archive_all": False, "now_ts": 4 * HOUR}
+    assert chunk_ids(messages, **waiting) == [1, 2, 3, 4]
+    assert chunk_ids(messages, **waiting, batch_messages=4) == [1, 2, 3, 4]
+    assert chunk_ids(messages, **waiting, batch_messages=5) == []
+    assert chunk_ids(messages, **waiting, batch_messages=5, max_wait_s=4 * HOUR) == [1, 2, 3, 4]
+    assert chunk_ids(messages, **waiting, batch_messages=5, max_wait_s=4 * HOUR + 1) == []
+    assert chunk_ids(messages, archive_all=True, batch_messages=5) == [1, 2, 3, 4]
+
+
+def test_the_sitting_going_on_does_not_count_towards_the_batch():
+    messages = rows([0, 60, 2 * HOUR, 2 * HOUR + 60])
+    assert chunk_ids(messages, archive_all=False, now_ts=2 * HOUR + 70) == [1, 2]
+    assert chunk_ids(messages, archive_all=False, now_ts=2 * HOUR + 70, batch_messages=3) == []
+
+
+def test_a_full_chunk_is_archived_below_the_batch():
+    """A batch larger than a chunk can hold never makes a full chunk wait."""
+    messages = rows([0, 60, 2 * HOUR, 2 * HOUR + 60, 2 * HOUR + 120])
+    full = {"archive_all": False, "now_ts": 130.0, "batch_messages": 10, "max_messages": 3}
+    assert chunk_ids(messages, **full) == [1, 2]
+    assert chunk_ids(messages, **(full | {"max_messages": 400})) == []
+
+
+def test_a_conversation_the_user_has_left_waits_for_no_batch():
+    """After `/new` (the current segment is 1) the old conversation's finished sitting is
+    out of auto-RAG's reach, so it is archived at once."""
+    messages = rows([0, 60])
+    waiting = {"archive_all": False, "now_ts": 2 * HOUR, "batch_messages": 5}
+    assert chunk_ids(messages, **waiting, segment=0) == []
+    assert chunk_ids(messages, **waiting, segment=1) == [1, 2]
