@@ -147,7 +147,9 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
 
 
 SEARCH_THREADS = 4
-"""The vector queries of a search (one per kind) run beside its full-text queries."""
+"""A search's vector queries (one per kind) and its full-text query over topics run
+beside its full-text query over messages (each thread reads through its own connection:
+`SqliteDatabase._reader`)."""
 
 _pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS, thread_name_prefix="topica-search")
 
@@ -251,15 +253,18 @@ def find_hits(
     vectors = [deps.embedder.encode_query(query) for query in queries]
     held = store.holding(user_id, kinds)
     pending = {k: _pool.submit(reads.nearest, k, vectors, limits[k]) for k in kinds if k in held}
-    topic_scored = [
-        store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
-    ]
+    topic_text = _pool.submit(
+        lambda: [
+            store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
+        ]
+    )
     message_scored = [
         message_search(store, user_id, query, context.message_hits_count) for query in queries
     ]
     passage_text = [
         store.attachments.search(user_id, query, context.message_hits_count) for query in queries
     ]
+    topic_scored = topic_text.result()
     vector_hits = {
         kind: pending[kind].result() if kind in pending else [[] for _ in queries] for kind in kinds
     }

@@ -124,6 +124,11 @@ class SqliteDatabase(Database):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
+        self._writer: int | None = None  # the thread inside a transaction, if any
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()  # not `_lock`: a writer may hold that one
+        self._busy_timeout_s = busy_timeout_s
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s
         )
@@ -194,6 +199,7 @@ class SqliteDatabase(Database):
                 return
             self._db.execute("BEGIN IMMEDIATE")
             self._depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield self._db
             except OverflowError as error:
@@ -204,6 +210,7 @@ class SqliteDatabase(Database):
                 raise
             finally:
                 self._depth = 0
+                self._writer = None
             self._db.execute("COMMIT")
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -229,16 +236,52 @@ class SqliteDatabase(Database):
         if expression is None:
             return []
         index = f"{table}_fts"
-        rows = self.rows(
+        sql = (
             f"SELECT r.id, -bm25({index}, 1.0, 0.0) AS score FROM {index} "
             f"JOIN {table} r ON r.id = {index}.rowid "
-            f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?",
-            (users_rows(user_id, FULL_TEXT_COLUMNS[table], expression), user_id, *params, limit),
+            f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?"
         )
+        args = (users_rows(user_id, FULL_TEXT_COLUMNS[table], expression), user_id, *params, limit)
+        reader = self._reader()
+        if reader is None:
+            rows = self.rows(sql, args)
+        else:
+            try:
+                rows = reader.execute(sql, args).fetchall()
+            except OverflowError:
+                rows = []
         return [(row[0], row[1]) for row in rows]
 
+    def _reader(self) -> sqlite3.Connection | None:
+        """This thread's read-only connection, for the full-text queries: in WAL mode
+        readers run beside one another and beside the writer, and SQLite lets go of
+        Python's GIL while it steps a statement, so a search's full-text queries over topics
+        and over messages run at once on two cores instead of one after the other behind
+        the shared connection's lock (at 100,000 topics they take 10 and 17 ms). Each
+        statement reads what was committed when it began. None where a reader would not
+        see the same data: an in-memory database, or this thread inside a transaction (its
+        uncommitted writes)."""
+        if self.path == ":memory:" or self._writer == threading.get_ident():
+            return None
+        reader = getattr(self._readers, "connection", None)
+        if reader is None:
+            reader = sqlite3.connect(
+                f"file:{Path(self.path).resolve()}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                timeout=self._busy_timeout_s,
+            )
+            with self._readers_lock:
+                self._reader_connections.append(reader)
+            self._readers.connection = reader
+        return reader
+
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._readers_lock:
+            for reader in self._reader_connections:
+                reader.close()
+            self._reader_connections.clear()
+            self._readers = threading.local()
             self._db.close()
 
     @property
