@@ -17,7 +17,8 @@ import numpy as np
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import MEMORY_KIND, MessageRow
-from nodes.response.search import VectorReads, rrf_scores
+from nodes.response.fusion import rrf_scores
+from nodes.response.search import VectorReads
 from nodes.shared.budget import tokens
 
 

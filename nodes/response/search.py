@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +40,7 @@ from core.records import MessageRow
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from core.tracing import user_key
 from nodes.response.dates import dated_messages
+from nodes.response.fusion import rrf_scores, topic_votes
 from nodes.response.relevance import (
     SIGNALS,
     Signal,
@@ -121,19 +121,6 @@ class VectorReads:
             encoded = embedder.encode([m["content"] for m in missing])
             found.update({m["id"]: encoded[n] for n, m in enumerate(missing)})
         return found
-
-
-def rrf_scores(ranked_lists: Iterable[Sequence[int]], k: int) -> dict[int, float]:
-    """Reciprocal Rank Fusion: each appearance at 1-based rank r adds 1 / (k + r).
-
-    An id may appear more than once in a list (several messages of one topic): each
-    appearance is a vote.
-    """
-    scores: dict[int, float] = defaultdict(float)
-    for ranked in ranked_lists:
-        for rank, item in enumerate(ranked, start=1):
-            scores[item] += 1.0 / (k + rank)
-    return dict(scores)
 
 
 def search_queries(text: str, enriched: str | None) -> list[str]:
@@ -396,8 +383,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
     if not relevant(deps, context, hits, topic_of, message_of):
         return []
     for message_ids in message_lists:
-        # Unarchived messages (the conversation going on) have no topic to vote for.
-        ranked_lists.append([topic_of[i] for i in message_ids if topic_of.get(i) is not None])
+        ranked_lists.append(topic_votes([topic_of.get(i) for i in message_ids]))
     scores = rrf_scores(ranked_lists, context.rrf_k)
     ranked = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
     topics = store.topics.by_ids(user_id, ranked[: context.retrieved_topics_count])

@@ -19,9 +19,10 @@ from core.state import ResponseState
 from graphs.response import build_response_graph
 from nodes.response.enrich import clean_query, make_enrich, raw_query
 from nodes.response.finalize import sanitize, strip_runaway_json
+from nodes.response.fusion import rrf_scores, topic_votes
 from nodes.response.offline_answer import language_of
 from nodes.response.respond import make_respond, reply_command, route_after_tools
-from nodes.response.search import rrf_scores, search_queries
+from nodes.response.search import search_queries
 
 USER = 1
 NOW = "2026-03-20T10:00:00+00:00"
@@ -149,6 +150,27 @@ def test_rrf_counts_every_appearance_with_k_60():
     assert scores[7] == pytest.approx(1 / 61)
     assert scores[8] == pytest.approx(1 / 62 + 1 / 61 + 1 / 62)
     assert scores[9] == pytest.approx(1 / 63)
+
+
+def test_none_holds_a_rank_and_votes_for_nothing():
+    scores = rrf_scores([[None, 8, None, 9]], k=60)
+    assert scores == {8: pytest.approx(1 / 62), 9: pytest.approx(1 / 64)}
+
+
+def test_two_messages_of_a_topic_vote_for_it_from_one_list():
+    """The third and later hits of topic 1 keep their ranks but vote for nothing;
+    unarchived messages (None) hold no rank."""
+    assert topic_votes([1, None, 1, 2, 1, 1, 2]) == [1, 1, 2, None, None, 2]
+    assert topic_votes([1, 1, 1], cap=1) == [1, None, None]
+
+
+def test_a_short_topic_with_the_best_hits_outranks_a_long_one_with_many_weak_ones():
+    """Topic 2 holds the two best message hits; topic 1 holds the eight after them."""
+    hits = [2, 2, *[1] * 8]
+    uncapped = rrf_scores([hits], k=60)
+    capped = rrf_scores([topic_votes(hits)], k=60)
+    assert uncapped[1] > uncapped[2]
+    assert capped[2] > capped[1]
 
 
 def test_search_queries_are_distinct_raw_first():
