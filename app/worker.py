@@ -6,8 +6,8 @@ triggers (a chunk closed by an inactivity gap of `chunk_interval`, or by
 `chunk_interval`; with `archive_batch_messages`, enough of them or the longest wait:
 `nodes.memory.chunking.archive_batch`) and runs the memory graph for them
 (`archive_user`). One run per user at a time, one user at a time (the local embedder
-is CPU-bound), each in its own task, so replies never wait for memory. A failed run is logged and
-the user is retried after a backoff that doubles up to `max_backoff_s`.
+is CPU-bound), each in its own task, so replies never wait for memory. A failed run is
+logged and the user is retried after a backoff that doubles up to `max_backoff_s`.
 `stop()` lets running archive runs finish within a bound; an interrupted run
 resumes from its checkpoint next time.
 """

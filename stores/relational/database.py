@@ -129,6 +129,7 @@ class SqliteDatabase(Database):
         self._reader_connections: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()  # not `_lock`: a writer may hold that one
         self._busy_timeout_s = busy_timeout_s
+        self._closed = False
         self._db = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s
         )
@@ -261,12 +262,12 @@ class SqliteDatabase(Database):
         statement reads what was committed when it began. None where a reader would not
         see the same data: an in-memory database, or this thread inside a transaction (its
         uncommitted writes)."""
-        if self.path == ":memory:" or self._writer == threading.get_ident():
+        if self.path == ":memory:" or self._closed or self._writer == threading.get_ident():
             return None
         reader = getattr(self._readers, "connection", None)
         if reader is None:
             reader = sqlite3.connect(
-                f"file:{Path(self.path).resolve()}?mode=ro",
+                f"{Path(self.path).resolve().as_uri()}?mode=ro",
                 uri=True,
                 check_same_thread=False,
                 timeout=self._busy_timeout_s,
@@ -278,6 +279,7 @@ class SqliteDatabase(Database):
 
     def close(self) -> None:
         with self._lock, self._readers_lock:
+            self._closed = True
             for reader in self._reader_connections:
                 reader.close()
             self._reader_connections.clear()

@@ -91,3 +91,20 @@ def test_an_in_memory_database_searches_on_its_one_connection() -> None:
     assert [i for i, _ in store.topics.search(2, "birthday", 10)] == [2]
     assert getattr(store.db._readers, "connection", None) is None
     store.db.close()
+
+
+def test_a_data_directory_named_like_a_uri_is_read_as_a_path(tmp_path: Path) -> None:
+    """The readers open the file by URI: `?`, `#` and `%` in its path are the path's."""
+    store = store_with_topics(tmp_path / "odd?dir#1%20" / "topica.sqlite3")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        found = pool.submit(store.topics.search, 1, "birthday", 10).result(10)
+    assert [i for i, _ in found] == [1]
+    store.db.close()
+
+
+def test_a_closed_store_opens_no_reader(tmp_path: Path) -> None:
+    store = store_with_topics(tmp_path / "topica.sqlite3")
+    store.db.close()
+    with pytest.raises(Exception, match="closed"):
+        store.topics.search(1, "birthday", 10)
+    assert store.db._reader_connections == []
