@@ -3,6 +3,10 @@
 FTS5 has no Russian stemmer, so each word is matched as a prefix of its first
 few letters: "маме", "мамы" and "мама" all hit "мам*", "running" hits "runn*".
 Words are OR-ed and BM25 ranks documents that match more (and rarer) of them.
+
+SQLite indexes each user's words apart (`user_words`): every word is written behind
+its user's tag, so a user's query reads only that user's postings and counts only that
+user's documents in BM25, as PostgreSQL's search does (`user_match_expression`).
 """
 
 from __future__ import annotations
@@ -51,3 +55,26 @@ def fts_match_expression(text: str) -> str | None:
     """An FTS5 MATCH expression for `text`, or None when it has no content words."""
     stems = query_stems(text)
     return " OR ".join(f'"{stem}"*' for stem in stems) if stems else None
+
+
+def user_tag(user_id: int) -> str:
+    """The fixed-width tag every word of `user_id` is indexed behind: `p` or `n` for the
+    sign and 16 hex digits. Fixed width, so no tag is a prefix of another user's tag and
+    word ("p…01" + "7ab" can never read as "p…17" + "ab")."""
+    return ("p" if user_id >= 0 else "n") + format(abs(int(user_id)), "016x")
+
+
+def user_words(user_id: int, text: str | None) -> str:
+    """`text`'s words, lower-cased, each behind the user's tag: what SQLite's full-text
+    index holds (its triggers call this as `topica_words`). The query side cuts words with
+    the same pattern (`query_terms`), so a stem is a prefix of the indexed word."""
+    tag = user_tag(user_id)
+    return " ".join(tag + word for word in _WORD.findall((text or "").lower()))
+
+
+def user_match_expression(user_id: int, text: str) -> str | None:
+    """An FTS5 MATCH expression for `text` over `user_id`'s words alone, or None when it
+    has no content words."""
+    tag = user_tag(user_id)
+    stems = query_stems(text)
+    return " OR ".join(f'"{tag}{stem}"*' for stem in stems) if stems else None

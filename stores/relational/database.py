@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import StoreError
-from stores.fulltext import fts_match_expression
-from stores.relational.rows import placeholders, stored_ids, users_rows
+from stores.fulltext import user_match_expression, user_words
+from stores.relational.rows import placeholders, stored_ids
 from stores.relational.schema import MIGRATIONS
 
 
@@ -112,9 +112,6 @@ class Database:
                 db.execute(f"{statement} ({placeholders(ids)})", (*params, *ids))
 
 
-FULL_TEXT_COLUMNS = {"messages": "content", "topics": "summary", "passages": "content"}
-
-
 class SqliteDatabase(Database):
     engine = "sqlite"
 
@@ -134,6 +131,8 @@ class SqliteDatabase(Database):
             self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout_s
         )
         self._db.row_factory = sqlite3.Row
+        # The full-text triggers index each word behind its user's tag (migration 11).
+        self._db.create_function("topica_words", 2, user_words, deterministic=True)
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         self._set_up(busy_timeout_s)
@@ -232,17 +231,19 @@ class SqliteDatabase(Database):
         where: str = "",
         params: Sequence[Any] = (),
     ) -> list[tuple[int, float]]:
-        """FTS5's bm25, negated; the index reads only the user's matches (`users_rows`)."""
-        expression = fts_match_expression(text)
+        """FTS5's bm25, negated. The index reads only the user's words (each is indexed
+        behind its user's tag: `stores.fulltext.user_words`); the query still checks
+        `user_id` on the joined row as well."""
+        expression = user_match_expression(user_id, text)
         if expression is None:
             return []
         index = f"{table}_fts"
         sql = (
-            f"SELECT r.id, -bm25({index}, 1.0, 0.0) AS score FROM {index} "
+            f"SELECT r.id, -bm25({index}) AS score FROM {index} "
             f"JOIN {table} r ON r.id = {index}.rowid "
             f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?"
         )
-        args = (users_rows(user_id, FULL_TEXT_COLUMNS[table], expression), user_id, *params, limit)
+        args = (expression, user_id, *params, limit)
         reader = self._reader()
         if reader is None:
             rows = self.rows(sql, args)

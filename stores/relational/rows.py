@@ -26,16 +26,6 @@ def ensure_user(db: sqlite3.Connection, user_id: int) -> None:
     )
 
 
-def users_rows(user_id: int, column: str, expression: str) -> str:
-    """A full-text MATCH for `expression` in `column`, among the user's rows only.
-
-    The index reads only the user's matches (the `user_id` column is indexed, weighted
-    0 in bm25); the query still checks `user_id` on the joined row as well, since the
-    tokenizer reads `-5` as `5`.
-    """
-    return f"user_id : {abs(int(user_id))} AND {column} : ({expression})"
-
-
 def stored_ids(ids: Sequence[int]) -> list[int]:
     """`ids` less those no row can have (outside SQLite's signed 64-bit integers)."""
     return [record_id for record_id in ids if record_id in ID_RANGE]

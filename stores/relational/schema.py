@@ -50,6 +50,48 @@ SUMMARY_UPDATE_TRIGGER = """
     """
 
 
+def _words_index(table: str, column: str, *, on_update: bool) -> str:
+    """Migration 11 for one full-text index: each user's words indexed apart.
+
+    The index becomes contentless and holds `topica_words(user_id, column)`: each word
+    behind its user's tag (`stores.fulltext.user_words`, a function every writing
+    connection registers). A query names the user's tag in every term, so it reads only
+    the user's postings, and BM25 counts only the user's documents for each term. Before,
+    an indexed `user_id` phrase kept the matches to the user, and bm25() counted all of the
+    user's rows for that phrase on every query (at 100,000 topics about 10 ms of the
+    messages query's 17). The triggers pass the same words to FTS5's `delete`."""
+    index = f"{table}_fts"
+    old = f"topica_words(old.user_id, old.{column})"
+    new = f"topica_words(new.user_id, new.{column})"
+    forget = f"INSERT INTO {index}({index}, rowid, words) VALUES ('delete', old.id, {old});"
+    add = f"INSERT INTO {index}(rowid, words) VALUES (new.id, {new});"
+    update = (
+        f"""
+    CREATE TRIGGER {index}_update AFTER UPDATE OF {column} ON {table} BEGIN
+        {forget}
+        {add}
+    END;"""
+        if on_update
+        else ""
+    )
+    return f"""
+    DROP TRIGGER IF EXISTS {index}_insert;
+    DROP TRIGGER IF EXISTS {index}_delete;
+    DROP TRIGGER IF EXISTS {index}_update;
+    DROP TABLE {index};
+    CREATE VIRTUAL TABLE {index} USING fts5(
+        words, content='', tokenize="unicode61 remove_diacritics 2"
+    );
+    CREATE TRIGGER {index}_insert AFTER INSERT ON {table} BEGIN
+        {add}
+    END;
+    CREATE TRIGGER {index}_delete AFTER DELETE ON {table} BEGIN
+        {forget}
+    END;{update}
+    INSERT INTO {index}(rowid, words) SELECT id, topica_words(user_id, {column}) FROM {table};
+    """
+
+
 DELIVERIES = """
     CREATE TABLE deliveries (
         message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
@@ -292,4 +334,8 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX messages_time ON messages(user_id, ts);
     """,
+    # 11: each user's words indexed apart (`_words_index`).
+    _words_index("messages", "content", on_update=True)
+    + _words_index("topics", "summary", on_update=True)
+    + _words_index("passages", "content", on_update=False),
 )

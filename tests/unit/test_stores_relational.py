@@ -14,6 +14,7 @@ import pytest
 
 from core.errors import StoreError
 from core.records import NewMessage
+from stores.fulltext import user_match_expression
 from stores.relational import RelationalStore
 from stores.relational.schema import MIGRATIONS
 from tests.support.legacy_schema import add_before_kinds, save_before_kinds
@@ -89,7 +90,7 @@ def test_full_text_indexes_of_schema_3_are_rebuilt_with_the_user_indexed(
         # The index itself returns only the user's rows, before any join.
         matched = store.db.rows(
             "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
-            ["user_id : 2 AND content : (vet)"],
+            [user_match_expression(2, "vet")],
         )[0][0]
         assert matched == 1
         # Rows written after the migration are indexed by the new triggers.
@@ -532,3 +533,74 @@ def test_people_of_another_user_are_refused(store: RelationalStore):
     assert store.people.get(2, theirs["id"]) == theirs
     assert store.people.all_of(1) == [mine]
     assert store.people.by_ids(1, [theirs["id"], mine["id"]]) == [mine]
+
+
+@pytest.mark.stores("sqlite")
+def test_schema_10_is_indexed_again_each_users_words_apart(
+    tmp_path: Path, make_messages, monkeypatch
+):
+    """Migration 11: the full-text indexes of a store written before it are rebuilt with
+    each word behind its user's tag, and the triggers keep them in step from then on:
+    a rewritten message is found by its new words only, a deleted topic by none."""
+    import stores.relational.database as database
+
+    path = tmp_path / "topica.sqlite3"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:10])
+    old = RelationalStore(path)
+    for user_id in (1, 2):
+        rows = old.messages.add(user_id, make_messages(["the vet said rest", "garden roses"]))
+        old.topics.save(user_id, [("Vet visit and roses", [row["id"] for row in rows])])
+    old.close()
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
+
+    store = RelationalStore(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS) == 11
+        assert [len(store.messages.search(u, "vet", 10)) for u in (1, 2)] == [1, 1]
+        words = {row[0] for row in store.db.rows("SELECT words FROM messages_fts")}
+        assert words == {None}  # contentless: the index keeps no copy of the text
+        for user_id in (1, 2):
+            count = "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?"
+            assert store.db.rows(count, [user_match_expression(user_id, "vet roses")])[0][0] == 2
+
+        message_id = store.messages.search(1, "vet", 10)[0][0]
+        store.messages.rewrite(1, message_id, "the doctor said rest", edit=True)
+        assert store.messages.search(1, "vet", 10) == []
+        assert [i for i, _ in store.messages.search(1, "doctor", 10)] == [message_id]
+        assert len(store.messages.search(2, "vet", 10)) == 1
+
+        (topic,) = store.topics.all_of(2)
+        store.topics.delete(2, topic["id"])
+        assert store.topics.search(2, "roses", 10) == []
+        assert len(store.topics.search(1, "roses", 10)) == 1
+    finally:
+        store.close()
+
+
+def test_user_tags_never_make_one_users_word_anothers():
+    """User 1 writing "7abacus" and user 0x17 writing "abacus": the fixed-width tags keep
+    the two tokens apart, so neither's query stem is a prefix of the other's word; a
+    negative id (a group chat) has its own sign."""
+    from stores.fulltext import user_tag, user_words
+
+    one, other = user_words(1, "7abacus"), user_words(0x17, "abacus")
+    assert user_match_expression(0x17, "abacus") == f'"{user_tag(0x17)}abacu"*'
+    assert not one.startswith(user_tag(0x17) + "abacu")
+    assert not other.startswith(user_tag(1) + "7abac")
+    assert user_tag(-5) != user_tag(5) and len(user_tag(-5)) == len(user_tag(5)) == 17
+    assert user_words(7, "Мама's cake — 2022") == " ".join(
+        user_tag(7) + word for word in ("мама", "s", "cake", "2022")
+    )
+
+
+@pytest.mark.stores("sqlite")
+def test_a_users_search_never_reads_anothers_words(store: RelationalStore, make_messages):
+    """User 1's "7ab" against user 23's "ab", and a group chat's negative id: each
+    query finds its own user's row in the index itself, before any join."""
+    store.messages.add(1, make_messages(["7abacus"]))
+    store.messages.add(0x17, make_messages(["abacus"]))
+    store.messages.add(-0x17, make_messages(["abacus"]))
+    count = "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?"
+    for user_id, text in ((1, "7abacus"), (0x17, "abacus"), (-0x17, "abacus")):
+        assert store.db.rows(count, [user_match_expression(user_id, text)])[0][0] == 1
+        assert len(store.messages.search(user_id, text, 10)) == 1
