@@ -67,7 +67,9 @@ def user_tag(user_id: int) -> str:
 def user_words(user_id: int, text: str | None) -> str:
     """`text`'s words, lower-cased, each behind the user's tag: what SQLite's full-text
     index holds (its triggers call this as `topica_words`). The query side cuts words with
-    the same pattern (`query_terms`), so a stem is a prefix of the indexed word."""
+    the same pattern (`query_terms`), so a stem is a prefix of the indexed word. Changing
+    what this returns needs a migration that rebuilds the indexes: a contentless index
+    forgets a row by being given the very words it was given for it."""
     tag = user_tag(user_id)
     return " ".join(tag + word for word in _WORD.findall((text or "").lower()))
 

@@ -555,7 +555,7 @@ def test_schema_10_is_indexed_again_each_users_words_apart(
 
     store = RelationalStore(path)
     try:
-        assert store.schema_version == len(MIGRATIONS) == 11
+        assert store.schema_version == len(MIGRATIONS) >= 11
         assert [len(store.messages.search(u, "vet", 10)) for u in (1, 2)] == [1, 1]
         words = {row[0] for row in store.db.rows("SELECT words FROM messages_fts")}
         assert words == {None}  # contentless: the index keeps no copy of the text
