@@ -5,8 +5,10 @@ few letters: "маме", "мамы" and "мама" all hit "мам*", "running" 
 Words are OR-ed and BM25 ranks documents that match more (and rarer) of them.
 
 SQLite indexes each user's words apart (`user_words`): every word is written behind
-its user's tag, so a user's query reads only that user's postings and counts only that
-user's documents in BM25, as PostgreSQL's search does (`user_match_expression`).
+its user's tag, so a user's query reads only that user's postings, and BM25's document
+frequency of each term counts only that user's documents (`user_match_expression`). The
+row count and mean length BM25 also uses are still the whole table's; PostgreSQL's
+engine takes all three from the user's rows.
 """
 
 from __future__ import annotations
@@ -49,12 +51,6 @@ def query_terms(text: str) -> list[str]:
 def query_stems(text: str) -> list[str]:
     """The prefixes `text`'s content words are matched by, in order, without repeats."""
     return list(dict.fromkeys(word[:PREFIX_LETTERS] for word in query_terms(text)))
-
-
-def fts_match_expression(text: str) -> str | None:
-    """An FTS5 MATCH expression for `text`, or None when it has no content words."""
-    stems = query_stems(text)
-    return " OR ".join(f'"{stem}"*' for stem in stems) if stems else None
 
 
 def user_tag(user_id: int) -> str:

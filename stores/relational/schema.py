@@ -56,7 +56,8 @@ def _words_index(table: str, column: str, *, on_update: bool) -> str:
     The index becomes contentless and holds `topica_words(user_id, column)`: each word
     behind its user's tag (`stores.fulltext.user_words`, a function every writing
     connection registers). A query names the user's tag in every term, so it reads only
-    the user's postings, and BM25 counts only the user's documents for each term. Before,
+    the user's postings, and BM25's document frequency of each term counts only the
+    user's documents. Before,
     an indexed `user_id` phrase kept the matches to the user, and bm25() counted all of the
     user's rows for that phrase on every query (at 100,000 topics about 10 ms of the
     messages query's 17). The triggers pass the same words to FTS5's `delete`."""
