@@ -214,13 +214,18 @@ class SqliteDatabase(Database):
             self._db.execute("COMMIT")
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """The rows of a query on the shared connection (`_fetch`)."""
+        with self._lock:
+            return self._fetch(self._db, sql, params)
+
+    @staticmethod
+    def _fetch(connection: sqlite3.Connection, sql: str, params: Iterable[Any]) -> list[Any]:
         """The rows of a query. A parameter outside SQLite's integer range matches no row:
         no id can be that large (`core.records.ID_RANGE`)."""
-        with self._lock:
-            try:
-                return self._db.execute(sql, tuple(params)).fetchall()
-            except OverflowError:
-                return []
+        try:
+            return connection.execute(sql, tuple(params)).fetchall()
+        except OverflowError:
+            return []
 
     def fulltext(
         self,
@@ -245,13 +250,7 @@ class SqliteDatabase(Database):
         )
         args = (expression, user_id, *params, limit)
         reader = self._reader()
-        if reader is None:
-            rows = self.rows(sql, args)
-        else:
-            try:
-                rows = reader.execute(sql, args).fetchall()
-            except OverflowError:
-                rows = []
+        rows = self.rows(sql, args) if reader is None else self._fetch(reader, sql, args)
         return [(row[0], row[1]) for row in rows]
 
     def _reader(self) -> sqlite3.Connection | None:
