@@ -161,8 +161,11 @@ class ResponseContext(FromSettings):
     """A vector hit's vote as a share of a full-text hit's at the same rank."""
     excerpt_neighbour_hits: int = 20
     """Hits at or above this rank lend the messages beside them a share of their vote."""
-    excerpt_neighbour_weight: float = 0.7
+    excerpt_neighbour_weight: float = 0.6
     """That share."""
+    excerpt_neighbour_reach: int = 5
+    """How far from a hit the share goes: a message `d` places away gets the share to the
+    power `d`."""
     excerpt_named_speakers: bool = True
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""

@@ -12,9 +12,12 @@ ones are kept (shown per topic, in conversation order):
 - its rank in each vector list of the turn's queries (the messages nearest to the query's
   vector, which the search fused too), at `VECTOR_WEIGHT` of a full-text vote: a reply
   with none of the question's words can still be near it in meaning;
-- a share (`NEIGHBOUR_WEIGHT`) of the vote of a top-`NEIGHBOUR_HITS` hit (either kind)
-  right before or after it in the topic: in a dialogue the message that matches the
-  question's words is often the question, and the answer is the reply next to it.
+- a share of the vote of a top-`NEIGHBOUR_HITS` hit (either kind) near it in the topic:
+  `NEIGHBOUR_WEIGHT` right before or after the hit, its square two places away, and so on
+  up to `NEIGHBOUR_REACH` places. In a dialogue the message that matches the question's
+  words is often the question, and the answer is the reply next to it; or the hit names
+  the thing ("I loved *Becoming Nicole*") and what the question asks comes a few lines
+  later, once the other speaker has asked about it ("It taught me self-acceptance").
 
 The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
 a few exact matches are worth more than context around them.
@@ -36,7 +39,8 @@ evaluation's leave-one-conversation-out view) can set them.
 
 On LoCoMo (`topica eval locomo`) the neighbours' share is what lifted recall at 2000
 tokens above BM25 on every conversation, and the lead what kept it above BM25 at 250
-and 500 tokens; see README "Evaluation".
+and 500 tokens; a share that fades over several places rather than stopping at the next
+message raised every category at 2000 tokens; see README "Evaluation".
 """
 
 from __future__ import annotations
@@ -54,9 +58,12 @@ from nodes.response.topic_content import EXCERPT_LABEL, topic_header
 NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
 """Hits at or above this rank in a message list lend their neighbours a share."""
 NEIGHBOUR_WEIGHT: float = ResponseContext.excerpt_neighbour_weight
-"""The share of a hit's vote given to the message before it and the message after it."""
+"""The share of a hit's vote given to the message before it and the message after it
+(the share's `d`-th power to the messages `d` places away)."""
 LEAD_HITS: int = ResponseContext.excerpt_lead_hits
 """How many of the best full-text hits lead the ranking."""
+NEIGHBOUR_REACH: int = ResponseContext.excerpt_neighbour_reach
+"""How many places from a hit its share goes (decaying by `NEIGHBOUR_WEIGHT` a place)."""
 VECTOR_WEIGHT: float = ResponseContext.excerpt_vector_weight
 """A vector hit's vote, as a share of a full-text hit's at the same rank."""
 
@@ -80,6 +87,7 @@ def rank_topic_messages(
     vector_weight: float = VECTOR_WEIGHT,
     neighbour_hits: int = NEIGHBOUR_HITS,
     neighbour_weight: float = NEIGHBOUR_WEIGHT,
+    neighbour_reach: int = NEIGHBOUR_REACH,
     unnamed: Collection[int] = frozenset(),
     dated: Sequence[int] = (),
 ) -> list[tuple[int, int]]:
@@ -113,9 +121,11 @@ def rank_topic_messages(
                 continue
             topic_index, index = place[message_id]
             members = topics[topic_index][1]
-            for neighbour in (index - 1, index + 1):
-                if 0 <= neighbour < len(members):
-                    score[members[neighbour]] += neighbour_weight * vote
+            for distance in range(1, neighbour_reach + 1):
+                share = neighbour_weight**distance * vote
+                for neighbour in (index - distance, index + distance):
+                    if 0 <= neighbour < len(members):
+                        score[members[neighbour]] += share
     best_hits = sorted(
         (rank, index, message_id)
         for index, hits in enumerate(hit_lists)
@@ -139,6 +149,7 @@ def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
         "vector_weight": context.excerpt_vector_weight,
         "neighbour_hits": context.excerpt_neighbour_hits,
         "neighbour_weight": context.excerpt_neighbour_weight,
+        "neighbour_reach": context.excerpt_neighbour_reach,
     }
 
 

@@ -3,13 +3,23 @@ context assembly makes with it on a real store: tests/integration/test_excerpts.
 
 from __future__ import annotations
 
+from functools import partial
+
 from core.context import ResponseContext
 from nodes.response.excerpts import (
     LEAD_HITS,
     NEIGHBOUR_HITS,
+    NEIGHBOUR_REACH,
+    NEIGHBOUR_WEIGHT,
     left_out,
     rank_topic_messages,
+    ranking_weights,
 )
+
+adjacent = partial(rank_topic_messages, neighbour_weight=0.7, neighbour_reach=1)
+"""The ranking whose worked examples below were done by hand with a hit lending 0.7 of its
+vote to the messages right beside it and no further (the defaults decay further:
+`test_a_hits_share_fades_with_each_place_away`)."""
 
 
 def test_messages_rank_by_topic_hits_and_the_neighbours_of_hits() -> None:
@@ -19,7 +29,7 @@ def test_messages_rank_by_topic_hits_and_the_neighbours_of_hits() -> None:
     # 0.7 * 1/4. Scores: 1: 0.675, 2: 0.75, 3: 0.675, 4: 0.683, 5: 0.833 (ties: topic
     # rank, then conversation order).
     topics = [(10, [1, 2, 3]), (20, [4, 5])]
-    assert rank_topic_messages(topics, [[5, 99, 2]], k=1) == [
+    assert adjacent(topics, [[5, 99, 2]], k=1) == [
         (20, 5),
         (10, 2),
         (20, 4),
@@ -27,8 +37,8 @@ def test_messages_rank_by_topic_hits_and_the_neighbours_of_hits() -> None:
         (10, 3),
     ]
     # No hits: topics in rank order, each in conversation order.
-    assert rank_topic_messages(topics, [], k=1) == [(10, 1), (10, 2), (10, 3), (20, 4), (20, 5)]
-    assert rank_topic_messages([], [[1, 2]], k=60) == []
+    assert adjacent(topics, [], k=1) == [(10, 1), (10, 2), (10, 3), (20, 4), (20, 5)]
+    assert adjacent([], [[1, 2]], k=60) == []
 
 
 def test_only_top_hits_lend_their_neighbours_a_share() -> None:
@@ -36,7 +46,7 @@ def test_only_top_hits_lend_their_neighbours_a_share() -> None:
     # 0.7/21 each; hit 4 just below votes 1/22 and lends nothing, so 3 stays behind 4
     # (were 4 to lend 0.7/22, 3 would rank first).
     fillers = list(range(100, 100 + NEIGHBOUR_HITS - 1))
-    order = rank_topic_messages([(7, [1, 2, 3, 4])], [[*fillers, 2, 4]], k=1)
+    order = adjacent([(7, [1, 2, 3, 4])], [[*fillers, 2, 4]], k=1)
     assert [message_id for _, message_id in order] == [2, 4, 1, 3]
 
 
@@ -45,12 +55,12 @@ def test_hits_of_several_queries_add_up() -> None:
     # Both lists: 1: 1/2 + 1/2 = 1.0, 2: 1/3 + 1/2 = 0.833, 3: 1/4 + 1/3 + 1/3 = 0.917.
     # The second list alone: 1: 0.5, 2: 0.833, 3: 0.583.
     topics = [(7, [1]), (9, [2]), (8, [3])]
-    assert rank_topic_messages(topics, [[1, 3], [2, 3]], k=1, lead=0) == [
+    assert adjacent(topics, [[1, 3], [2, 3]], k=1, lead=0) == [
         (7, 1),
         (8, 3),
         (9, 2),
     ]
-    assert rank_topic_messages(topics, [[2, 3]], k=1, lead=0) == [(9, 2), (8, 3), (7, 1)]
+    assert adjacent(topics, [[2, 3]], k=1, lead=0) == [(9, 2), (8, 3), (7, 1)]
 
 
 def test_the_best_hits_lead_whatever_their_score() -> None:
@@ -60,14 +70,11 @@ def test_the_best_hits_lead_whatever_their_score() -> None:
     # 5: 1.183. Best hits by rank, then list: 5 (A1), 4 (B1), 3 (A2), 2 (B2).
     topics = [(10, [1, 2]), (20, [3, 4, 5])]
     hits = [[5, 3, 2], [4, 2]]
-    ranked = {
-        lead: [m for _, m in rank_topic_messages(topics, hits, k=1, lead=lead)]
-        for lead in (0, 2, 3)
-    }
+    ranked = {lead: [m for _, m in adjacent(topics, hits, k=1, lead=lead)] for lead in (0, 2, 3)}
     assert ranked[0] == [4, 5, 2, 3, 1]
     assert ranked[2] == [5, 4, 2, 3, 1]
     assert ranked[3] == [5, 4, 3, 2, 1]  # 3 leads although 2's fused score is higher
-    assert [m for _, m in rank_topic_messages(topics, hits, k=1)] == ranked[LEAD_HITS]
+    assert [m for _, m in adjacent(topics, hits, k=1)] == ranked[LEAD_HITS]
 
 
 def test_vector_hits_vote_at_their_weight_lend_neighbours_and_never_lead() -> None:
@@ -75,15 +82,15 @@ def test_vector_hits_vote_at_their_weight_lend_neighbours_and_never_lead() -> No
     # lends 2 0.7 * 1/2; vector hit 3 votes 0.5 * 1/2 = 1/4 and lends 2 0.7 * 1/4.
     # Scores: 1: 1.0, 2: 0.5 + 0.35 + 0.175 = 1.025, 3: 0.75.
     topics = [(7, [1, 2, 3])]
-    order = rank_topic_messages(topics, [[1]], k=1, lead=0, vector_lists=[[3]], vector_weight=0.5)
+    order = adjacent(topics, [[1]], k=1, lead=0, vector_lists=[[3]], vector_weight=0.5)
     assert [m for _, m in order] == [2, 1, 3]
     # Only full-text hits lead: 1 goes first; the vector hit 3 alone leads nothing.
-    order = rank_topic_messages(topics, [[1]], k=1, lead=1, vector_lists=[[3]], vector_weight=0.5)
+    order = adjacent(topics, [[1]], k=1, lead=1, vector_lists=[[3]], vector_weight=0.5)
     assert [m for _, m in order] == [1, 2, 3]
     # Vector hit 3 alone: 3: 0.75, 2: 0.675, 1: 0.5, whatever the lead.
-    assert [m for _, m in rank_topic_messages(topics, [], k=1, vector_lists=[[3]])] == [3, 2, 1]
+    assert [m for _, m in adjacent(topics, [], k=1, vector_lists=[[3]])] == [3, 2, 1]
     # At weight 0 the vector lists count for nothing: conversation order.
-    order = rank_topic_messages(topics, [], k=1, vector_lists=[[3]], vector_weight=0.0)
+    order = adjacent(topics, [], k=1, vector_lists=[[3]], vector_weight=0.0)
     assert [m for _, m in order] == [1, 2, 3]
 
 
@@ -91,31 +98,31 @@ def test_the_neighbours_share_and_reach_are_parameters() -> None:
     # k=1, one topic: prior 1/2 each. Hit 2 (rank 1) votes 1/2, hit 4 (rank 2) 1/3.
     topics = [(7, [1, 2, 3, 4])]
     # Share 0.1: 1: 0.55, 2: 1.0, 3: 0.5 + 0.05 + 0.033 = 0.583, 4: 0.833.
-    shared = rank_topic_messages(topics, [[2, 4]], k=1, lead=0, neighbour_weight=0.1)
+    shared = adjacent(topics, [[2, 4]], k=1, lead=0, neighbour_weight=0.1)
     assert [m for _, m in shared] == [2, 4, 3, 1]
-    # Share 0.7 (the default): 1: 0.85, 2: 1.0, 3: 0.5 + 0.35 + 0.233 = 1.083, 4: 0.833.
-    default = rank_topic_messages(topics, [[2, 4]], k=1, lead=0)
+    # Share 0.7: 1: 0.85, 2: 1.0, 3: 0.5 + 0.35 + 0.233 = 1.083, 4: 0.833.
+    default = adjacent(topics, [[2, 4]], k=1, lead=0)
     assert [m for _, m in default] == [3, 2, 1, 4]
     # Reach 0: no hit lends anything; 1 and 3 keep the prior (conversation order).
-    unreached = rank_topic_messages(topics, [[2, 4]], k=1, lead=0, neighbour_hits=0)
+    unreached = adjacent(topics, [[2, 4]], k=1, lead=0, neighbour_hits=0)
     assert [m for _, m in unreached] == [2, 4, 1, 3]
 
 
 def test_a_hit_by_a_speaker_the_question_leaves_out_only_lends_its_neighbours() -> None:
     # k=1, one topic: prior 1/2 each. Hit 2 (rank 1) votes 1/2 and lends 1 and 3 0.35.
     topics = [(7, [1, 2, 3])]
-    assert [m for _, m in rank_topic_messages(topics, [[2]], k=1, lead=0)] == [2, 1, 3]
+    assert [m for _, m in adjacent(topics, [[2]], k=1, lead=0)] == [2, 1, 3]
     # Left out, 2 keeps its prior only (0.5) while 1 and 3 keep what it lent (0.85).
-    order = rank_topic_messages(topics, [[2]], k=1, lead=0, unnamed={2})
+    order = adjacent(topics, [[2]], k=1, lead=0, unnamed={2})
     assert [m for _, m in order] == [1, 3, 2]
     # Hits 2 (rank 1) and 3 (rank 2, 1/3, lending 2 0.233). Scores: 1: 0.85,
     # 2: 0.5 + 0.5 + 0.233 = 1.233, 3: 0.5 + 0.35 + 0.333 = 1.183; 2 leads.
-    assert [m for _, m in rank_topic_messages(topics, [[2, 3]], k=1, lead=1)] == [2, 3, 1]
+    assert [m for _, m in adjacent(topics, [[2, 3]], k=1, lead=1)] == [2, 3, 1]
     # 2 left out: 2: 0.733, 3: 1.183, 1: 0.85; the best hit 2 does not lead, 3 does.
-    order = rank_topic_messages(topics, [[2, 3]], k=1, lead=1, unnamed={2})
+    order = adjacent(topics, [[2, 3]], k=1, lead=1, unnamed={2})
     assert [m for _, m in order] == [3, 1, 2]
     # A vector hit left out lends its share too: 3 gets 0.7 * 0.5 * 1/2 from 2.
-    order = rank_topic_messages(topics, [], k=1, vector_lists=[[2]], unnamed={2})
+    order = adjacent(topics, [], k=1, vector_lists=[[2]], unnamed={2})
     assert [m for _, m in order] == [1, 3, 2]
 
 
@@ -133,9 +140,36 @@ def test_messages_of_a_named_day_vote_as_one_more_list_and_never_lead() -> None:
     # day's list [4, 3]: 4 votes 1/2 and lends 3 and 5 0.35; 3 votes 1/3 and lends 2 and
     # 4 0.233. Scores: 1: 1.0, 2: 1.083, 3: 1.183, 4: 1.233, 5: 0.85.
     topics = [(7, [1, 2, 3, 4, 5])]
-    order = rank_topic_messages(topics, [[1]], k=1, lead=0, dated=[4, 3])
+    order = adjacent(topics, [[1]], k=1, lead=0, dated=[4, 3])
     assert [m for _, m in order] == [4, 3, 2, 1, 5]
     # With a lead of one, the full-text hit 1 leads although 4 scores higher.
-    order = rank_topic_messages(topics, [[1]], k=1, lead=1, dated=[4, 3])
+    order = adjacent(topics, [[1]], k=1, lead=1, dated=[4, 3])
     assert [m for _, m in order] == [1, 4, 3, 2, 5]
-    assert [m for _, m in rank_topic_messages(topics, [[1]], k=1, lead=0)] == [1, 2, 3, 4, 5]
+    assert [m for _, m in adjacent(topics, [[1]], k=1, lead=0)] == [1, 2, 3, 4, 5]
+
+
+def test_a_hits_share_fades_with_each_place_away() -> None:
+    # The defaults: a hit lends the share (0.6) to the messages beside it, its square
+    # (0.36) to those two places away, and so on up to the reach (5 places).
+    assert (NEIGHBOUR_WEIGHT, NEIGHBOUR_REACH) == (0.6, 5)
+    # k=1, one topic of eight: prior 1/2 each. Hit 2 (rank 1) votes 1/2 and lends
+    # 1 and 3 0.3, 4 0.18, 5 0.108, 6 0.065, 7 0.039; 8 is six places away: nothing.
+    topics = [(7, [1, 2, 3, 4, 5, 6, 7, 8])]
+    order = rank_topic_messages(topics, [[2]], k=1, lead=0)
+    assert [m for _, m in order] == [2, 1, 3, 4, 5, 6, 7, 8]
+    # Hit 8 (rank 2) votes 1/3 and lends 7 0.2, 6 0.12, 5 0.072, 4 0.043, 3 0.026.
+    # Scores: 1: 0.8, 2: 1.0, 3: 0.826, 4: 0.723, 5: 0.680, 6: 0.685, 7: 0.739,
+    # 8: 0.833. Two places from 8, 6 now outranks 5, three places from 2.
+    order = rank_topic_messages(topics, [[2, 8]], k=1, lead=0)
+    assert [m for _, m in order] == [2, 8, 3, 1, 7, 4, 6, 5]
+    # Reach 1: only the messages right beside a hit get a share, so 3..7 keep the prior
+    # save 3 and 7 (0.3 and 0.2): 2, 8, 1: 0.8, 3: 0.8, 7: 0.7, then 4, 5, 6 in order.
+    order = rank_topic_messages(topics, [[2, 8]], k=1, lead=0, neighbour_reach=1)
+    assert [m for _, m in order] == [2, 8, 1, 3, 7, 4, 5, 6]
+
+
+def test_the_context_sets_the_neighbours_reach() -> None:
+    assert ranking_weights(ResponseContext(user_id=1))["neighbour_reach"] == NEIGHBOUR_REACH
+    context = ResponseContext(user_id=1, excerpt_neighbour_reach=2)
+    assert ranking_weights(context)["neighbour_reach"] == 2
+    assert ranking_weights(None) == {}
