@@ -170,10 +170,8 @@ def owned_candidates(
     Search already filters by user; this keeps a stale id (a topic merged away since) or
     a forged one from reaching the model's prompt or the selection.
     """
-    topic_ids = {row["id"] for row in store.topics.by_ids(user_id, [c["id"] for c in candidates])}
-    person_ids = {
-        row["id"] for row in store.people.by_ids(user_id, [p["id"] for p in people_candidates])
-    }
+    topic_ids = store.topics.owned(user_id, [c["id"] for c in candidates])
+    person_ids = store.people.owned(user_id, [p["id"] for p in people_candidates])
     return (
         [candidate for candidate in candidates if candidate["id"] in topic_ids],
         [person for person in people_candidates if person["id"] in person_ids],

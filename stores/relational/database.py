@@ -27,6 +27,9 @@ from stores.fulltext import user_match_expression, user_words
 from stores.relational.rows import placeholders, stored_ids
 from stores.relational.schema import MIGRATIONS
 
+RANKED_PAGE = 50
+"""The fewest rows the full-text index ranks before the table checks them (`fulltext`)."""
+
 
 def statements(script: str) -> Iterator[str]:
     """The SQL statements of a script, each whole (a trigger's body included)."""
@@ -64,9 +67,12 @@ class Database:
         limit: int,
         where: str = "",
         params: Sequence[Any] = (),
+        narrow: bool = False,
     ) -> list[tuple[int, float]]:
         """BM25 over the user's rows of `table` (its full-text column): (id, score), best
-        first, larger is better. `where` adds conditions on the row (`r`), with `params`."""
+        first, larger is better. `where` adds conditions on the row (`r`), with `params`;
+        `narrow` says they keep only a small part of the user's rows (one segment), so an
+        engine that ranks before it filters should filter first."""
         raise NotImplementedError
 
     def lock_user(self, db: Any, user_id: int) -> None:
@@ -82,17 +88,25 @@ class Database:
 
     def by_ids(self, table: str, user_id: int, ids: Sequence[int]) -> list[Any]:
         """The user's rows of `table` among `ids`, in the order of `ids`; others' ids and
-        unknown ids (any outside 64-bit integers too) are left out. Always by primary key
-        (see `rows.placeholders`)."""
+        unknown ids (any outside 64-bit integers too) are left out."""
         ids = stored_ids(ids)
+        by_id = {row["id"]: row for row in self._of_user(table, "*", user_id, ids)}
+        return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
+
+    def owned_ids(self, table: str, user_id: int, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` that are the user's rows of `table` (`by_ids` without reading
+        the rows: a check that only needs to know whose they are)."""
+        return {row[0] for row in self._of_user(table, "id", user_id, stored_ids(ids))}
+
+    def _of_user(self, table: str, columns: str, user_id: int, ids: list[int]) -> list[Any]:
+        """`columns` of the user's rows of `table` among `ids` (already `stored_ids`), in no
+        particular order. Always by primary key (see `rows.placeholders`)."""
         if not ids:
             return []
-        found = self.rows(
-            f"SELECT * FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
+        return self.rows(
+            f"SELECT {columns} FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
             (user_id, *ids),
         )
-        by_id = {row["id"]: row for row in found}
-        return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
 
     def holding(self, user_id: int, tables: Sequence[str]) -> set[str]:
         """Those of `tables` that hold at least one of the user's rows, in one statement
@@ -235,23 +249,49 @@ class SqliteDatabase(Database):
         limit: int,
         where: str = "",
         params: Sequence[Any] = (),
+        narrow: bool = False,
     ) -> list[tuple[int, float]]:
         """FTS5's bm25, negated. The index reads only the user's words (each is indexed
-        behind its user's tag: `stores.fulltext.user_words`); the query still checks
-        `user_id` on the joined row as well."""
+        behind its user's tag: `stores.fulltext.user_words`); the rows found are still
+        checked against `user_id` (and `where`) on the table itself.
+
+        The index ranks first and the table checks only the best `RANKED_PAGE` rows it
+        gives: joining every match to its row before ranking took half of a search's
+        full-text time (at 100,000 topics, a query matching 4,000 messages: 7.2 ms
+        joined first, 3.7 ms ranked first). Should the check drop so many that fewer than
+        `limit` are left, the index gives a page four times as long, until it has no
+        more. A `narrow` filter (one segment of a long history) would drop most of any
+        page, so there the rows are checked before they are ranked, as they all were."""
         expression = user_match_expression(user_id, text)
         if expression is None:
             return []
         index = f"{table}_fts"
+        if narrow:
+            sql = (
+                f"SELECT r.id, -bm25({index}) AS score FROM {index} "
+                f"JOIN {table} r ON r.id = {index}.rowid "
+                f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?"
+            )
+            rows = self._read(sql, (expression, user_id, *params, limit))
+            return [(row[0], row[1]) for row in rows]
         sql = (
-            f"SELECT r.id, -bm25({index}) AS score FROM {index} "
-            f"JOIN {table} r ON r.id = {index}.rowid "
-            f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?"
+            "SELECT f.id, f.score, r.id IS NOT NULL AND r.user_id = ? "
+            f"{where} FROM (SELECT rowid AS id, -bm25({index}) AS score FROM {index} "
+            f"WHERE {index} MATCH ? ORDER BY score DESC LIMIT ?) f "
+            f"LEFT JOIN {table} r ON r.id = f.id ORDER BY f.score DESC"
         )
-        args = (expression, user_id, *params, limit)
+        page = max(limit, RANKED_PAGE)
+        while True:
+            ranked = self._read(sql, (user_id, *params, expression, page))
+            kept = [(row[0], row[1]) for row in ranked if row[2]]
+            if len(kept) >= limit or len(ranked) < page:
+                return kept[:limit]
+            page *= 4
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """A query on this thread's reader (`_reader`), or on the shared connection."""
         reader = self._reader()
-        rows = self.rows(sql, args) if reader is None else self._fetch(reader, sql, args)
-        return [(row[0], row[1]) for row in rows]
+        return self.rows(sql, params) if reader is None else self._fetch(reader, sql, params)
 
     def _reader(self) -> sqlite3.Connection | None:
         """This thread's read-only connection, for the full-text queries: in WAL mode

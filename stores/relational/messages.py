@@ -317,4 +317,6 @@ class MessageRepository(Repository):
         if segment is not None:
             where += " AND r.segment = ?"
             params.append(segment)
-        return self._db.fulltext("messages", user_id, text, limit, where, params)
+        return self._db.fulltext(
+            "messages", user_id, text, limit, where, params, narrow=segment is not None
+        )

@@ -125,3 +125,7 @@ class PeopleRepository(Repository):
 
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[PersonRow]:
         return [person_row(row) for row in self._db.by_ids("people", user_id, ids)]
+
+    def owned(self, user_id: int, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` that are the user's people."""
+        return self._db.owned_ids("people", user_id, ids)

@@ -198,11 +198,13 @@ class PostgresDatabase(Database):
         limit: int,
         where: str = "",
         params: Sequence[Any] = (),
+        narrow: bool = False,
     ) -> list[tuple[int, float]]:
         """BM25 (FTS5's formula and constants) over the user's rows matching any stem as a
         prefix: document frequencies, count and mean length among the user's rows, term
         frequencies from each matching row's `tsvector` positions. The statistics are the
-        user's own, never other users'."""
+        user's own, never other users'. Rows are filtered before they are ranked, `narrow`
+        or not."""
         stems = query_stems(text)
         if not stems:
             return []

@@ -67,6 +67,10 @@ class TopicRepository(Repository):
         """The user's topics among `ids`, in the order of `ids`; others' ids are ignored."""
         return [topic_row(row) for row in self._db.by_ids("topics", user_id, ids)]
 
+    def owned(self, user_id: int, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` that are the user's topics."""
+        return self._db.owned_ids("topics", user_id, ids)
+
     def get(self, user_id: int, topic_id: int) -> TopicRow:
         found = self.by_ids(user_id, [topic_id])
         if not found:

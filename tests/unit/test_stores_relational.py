@@ -18,7 +18,7 @@ from stores.fulltext import user_match_expression
 from stores.relational import RelationalStore
 from stores.relational.schema import MIGRATIONS
 from tests.support.legacy_schema import add_before_kinds, save_before_kinds
-from tests.support.messages import ids
+from tests.support.messages import ids, new_messages
 
 
 @pytest.fixture
@@ -300,6 +300,21 @@ def three_topics(store: RelationalStore, make_messages):
         ],
     )
     return rows, topics
+
+
+def test_owned_ids_are_the_users_own_topics_and_people(store: RelationalStore, three_topics):
+    """What the reranker confirms its candidates with: only ids, only the user's."""
+    _, topics = three_topics
+    other_rows = store.messages.add(2, new_messages(["hi", "ok"]))
+    (theirs,) = store.topics.save(2, [("Their subject", ids(other_rows))])
+    mine = [topic["id"] for topic in topics]
+    asked = [mine[2], theirs["id"], mine[0], mine[0], 10**6, 2**64]
+    assert store.topics.owned(1, asked) == {mine[0], mine[2]}
+    assert store.topics.owned(2, asked) == {theirs["id"]}
+    assert store.topics.owned(1, []) == set()
+    anna, boris = store.people.add(1, "Anna"), store.people.add(2, "Boris")
+    assert store.people.owned(1, [anna["id"], boris["id"], 2**63]) == {anna["id"]}
+    assert store.people.owned(2, [anna["id"], boris["id"]]) == {boris["id"]}
 
 
 def test_merging_non_adjacent_topics_moves_members_by_topic_id_only(
