@@ -15,7 +15,8 @@ to their neighbours): the ranking the response graph's context
 assembly cuts recalled topics with when they do not fit. The evaluation ranks the
 messages of every retrieved topic; the assembly, those of the topics the reranker
 selected. A topic shown whole has the header the response graph shows it with (id,
-date, size, summary); a topic shown in part has a short one (id, date).
+date, size, summary); a topic shown in part has the short one the response graph shows
+it with too (`excerpt_header`: id, date).
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from bench.corpus import Corpus
 from bench.metrics import Unit
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
-from core.records import TopicRow, parse_timestamp
+from core.records import parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
 from nodes.response.search import search_queries
-from nodes.response.topic_content import topic_date, topic_header
+from nodes.response.topic_content import excerpt_header, topic_header
 
 
 def ranked_topic_ids(state: ResponseState) -> list[int]:
@@ -45,11 +46,6 @@ def ranked_topic_ids(state: ResponseState) -> list[int]:
     selected = [topic["id"] for topic in state.get("selected_topics") or []]
     rest = [c["id"] for c in state.get("candidates") or [] if c["id"] not in set(selected)]
     return list(dict.fromkeys([*selected, *rest]))
-
-
-def excerpt_header(topic: TopicRow) -> str:
-    """A topic shown in part: its id and date; the summary comes with the whole topic."""
-    return f"=== Topic {topic['id']} (excerpt) ===\nDate: {topic_date(topic)}"
 
 
 def turn_time(corpus: Corpus) -> str:

@@ -53,7 +53,7 @@ from core.ports import Store
 from core.records import MessageRow
 from core.text import transcript
 from nodes.response.speakers import unnamed_authors
-from nodes.response.topic_content import EXCERPT_LABEL, topic_header
+from nodes.response.topic_content import excerpt_header, topic_header
 
 NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
 """Hits at or above this rank in a message list lend their neighbours a share."""
@@ -66,6 +66,9 @@ NEIGHBOUR_REACH: int = ResponseContext.excerpt_neighbour_reach
 """How many places from a hit its share goes (decaying by `NEIGHBOUR_WEIGHT` a place)."""
 VECTOR_WEIGHT: float = ResponseContext.excerpt_vector_weight
 """A vector hit's vote, as a share of a full-text hit's at the same rank."""
+BLOCK_CHARS = 4
+"""A topic block's characters besides its header and lines: the blank line after the
+header and the blank line between blocks (`render_topics_content`)."""
 
 
 def left_out(
@@ -178,15 +181,14 @@ def relevant_excerpts(
     says (the search's `message_dated`).
     """
     given = dict(given or {})
-    header_chars = {
-        topic["id"]: len(topic_header(topic))
-        for topic in store.topics.by_ids(user_id, list(dict.fromkeys(topic_ids)))
-    }
+    topics = store.topics.by_ids(user_id, list(dict.fromkeys(topic_ids)))
+    header_chars = {topic["id"]: len(excerpt_header(topic)) + BLOCK_CHARS for topic in topics}
+    whole_header_chars = {topic["id"]: len(topic_header(topic)) + BLOCK_CHARS for topic in topics}
     members: list[tuple[int, list[MessageRow]]] = []
     used = 0
     for topic_id in header_chars:
         if topic_id in given:
-            used += header_chars[topic_id] + len(EXCERPT_LABEL) + len(given[topic_id]) + 4
+            used += header_chars[topic_id] + len(given[topic_id])
         else:
             members.append((topic_id, store.messages.of_topic(user_id, topic_id)))
     lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
@@ -200,11 +202,15 @@ def relevant_excerpts(
         dated=dated,
         **ranking_weights(context),
     )
+    sizes = {topic_id: len(messages) for topic_id, messages in members}
     kept: dict[int, set[int]] = defaultdict(set)
     for topic_id, message_id in ranked:
         cost = len(lines[message_id]) + 1
-        if topic_id not in kept:
-            cost += header_chars[topic_id] + len(EXCERPT_LABEL) + 4
+        shown_before = len(kept.get(topic_id, ()))
+        if not shown_before:
+            cost += header_chars[topic_id]
+        if shown_before + 1 == sizes[topic_id]:  # the topic becomes whole: its full header
+            cost += whole_header_chars[topic_id] - header_chars[topic_id]
         if used + cost > max_chars:
             continue  # a shorter message further down may still fit
         kept[topic_id].add(message_id)

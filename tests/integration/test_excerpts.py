@@ -14,7 +14,7 @@ from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.search import hybrid_search
-from nodes.response.topic_content import EXCERPT_LABEL
+from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import tokens
 from tests.support.messages import new_messages
 
@@ -74,7 +74,8 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
         SelectedTopic(id=zoo, reason="the zoo trip", excerpt=None, score=0.9),
     ]
     whole, used = topics_section(deps.store, USER, selected, 8000, found["message_hits"])
-    assert EXCERPT_LABEL not in whole and "Mulch helps" in whole and "plush penguin" in whole
+    assert "(excerpt)" not in whole and "Mulch helps" in whole and "plush penguin" in whole
+    assert "Topic: Garden work" in whole and "Topic: A day at the zoo" in whole
     assert [(topic["id"], topic["cut"]) for topic in used] == [(garden, False), (zoo, False)]
 
     budget = 260
@@ -84,10 +85,29 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
     # The answer ("called it Caramel") has no word of the question: it is kept as the
     # neighbour of the giraffe messages, while the first topic's opening lines are not.
     assert "called it Caramel" in cut and "feed a giraffe" in cut
-    assert EXCERPT_LABEL in cut and "planted tomatoes" not in cut
+    assert "planted tomatoes" not in cut
+    # A topic shown in part has the short header (id and date), not the summary.
+    assert f"=== Topic {zoo} (excerpt) ===\nDate: " in cut
+    assert "Topic: A day at the zoo" not in cut
     # Without the hits, the same budget keeps what comes first and loses the answer.
     blind, _ = topics_section(deps.store, USER, selected, budget, [])
     assert tokens(blind) <= budget and "called it Caramel" not in blind
+
+
+async def test_the_cut_fits_its_room_with_the_headers_it_is_shown_with(deps: Deps) -> None:
+    """Every room from a header's worth to both topics whole: the rendered topics fit it,
+    a topic shown whole with its full header, one shown in part with the short one."""
+    garden, zoo = await two_topics(deps)
+    hits = [[row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]]]
+    seen = set()
+    for room in range(60, 3000, 7):
+        shown, excerpts = relevant_excerpts(deps.store, USER, [garden, zoo], hits, room, 60)
+        text = render_topics_content(deps.store, USER, shown, excerpts=excerpts)
+        assert len(text) <= room, room
+        for topic_id in shown:
+            seen.add((topic_id, topic_id in excerpts))
+            assert (f"=== Topic {topic_id} (excerpt) ===" in text) == (topic_id in excerpts)
+    assert seen == {(garden, True), (garden, False), (zoo, True), (zoo, False)}
 
 
 async def test_a_rerankers_excerpt_is_kept_and_other_users_topics_are_never_shown(

@@ -72,7 +72,9 @@ def test_topic_content_uses_excerpts_and_respects_the_size_cap(world: RerankWorl
     with_excerpt = render_topics_content(
         world.deps.store, USER, ids, excerpts={world.thesis["id"]: "[User]: the methods chapter"}
     )
-    assert "~26K chars" in with_excerpt
+    # A topic shown in part has the short header: id and date, no summary or size.
+    assert f"=== Topic {world.thesis['id']} (excerpt) ===\nDate: " in with_excerpt
+    assert "The long thesis discussion" not in with_excerpt and "~26K chars" not in with_excerpt
     assert "[User]: the methods chapter" in with_excerpt
     assert "t" * 100 not in with_excerpt
     assert "Use tensor parallel 2 and fp8 weights." in with_excerpt
