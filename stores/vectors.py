@@ -15,12 +15,14 @@ written with the earlier shared collections are moved over on first connection.
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, VectorKind
@@ -33,6 +35,18 @@ if TYPE_CHECKING:  # chromadb (and numpy) load on the first connection, not with
 
 MIGRATION_PAGE = 5000
 """Records copied per page when moving a shared collection to per-user ones."""
+
+SERVER_RETRY_S = (0.05, 0.1, 0.2, 0.4)
+"""The waits before a read a Chroma server failed is tried again (0.75 s in all).
+A collection another process created a moment ago can fail a query with "Error creating
+hnsw segment reader: Nothing found on disk" (chromadb 1.5, `chroma run` only; never the
+embedded store). Measured with concurrent readers: only in a collection's first 0.2 s,
+each collection's failures within 0.15 s of each other (`tests/e2e/test_chroma_server.py`
+races 40 new collections)."""
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def build_chroma_client(settings: Settings) -> ClientAPI:
@@ -155,6 +169,23 @@ class VectorStore:
                 self._collections.clear()
             raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
 
+    def _read(self, kind: VectorKind, user_id: int, call: Callable[[Collection], T]) -> T:
+        """`call` on the user's collection of `kind`. A read the server failed
+        (`InternalError`) is tried again after each of `SERVER_RETRY_S`; one that still
+        fails raises `VectorStoreUnavailable`, so a turn goes on with full-text search."""
+        from chromadb.errors import InternalError
+
+        for wait in (*SERVER_RETRY_S, None):
+            try:
+                with self._reachable():
+                    return call(self._collection(kind, user_id))
+            except InternalError as error:
+                if wait is None:
+                    raise VectorStoreUnavailable(f"vector store failed: {error}") from error
+                log.info("%s read failed, trying again in %.2f s: %s", kind, wait, error)
+                time.sleep(wait)
+        raise AssertionError("the last wait is None")
+
     def upsert(
         self,
         kind: VectorKind,
@@ -185,10 +216,13 @@ class VectorStore:
         records, 20 s against 65 ms), then checked against their `user_id` metadata.
         """
         include: list[Any] = ["metadatas", "embeddings"] if embeddings else ["metadatas"]
-        with self._reachable():
-            found = self._collection(kind, user_id).get(
+        found = self._read(
+            kind,
+            user_id,
+            lambda collection: collection.get(
                 ids=[str(record_id) for record_id in dict.fromkeys(ids)], include=include
-            )
+            ),
+        )
         vectors = found["embeddings"] if embeddings else [None] * len(found["ids"])
         return {
             record_id: vector
@@ -226,13 +260,16 @@ class VectorStore:
             condition = dict(where)
         elif where:
             condition = {"$and": [{key: value} for key, value in where.items()]}
-        with self._reachable():
-            result = self._collection(kind, user_id).query(
+        result = self._read(
+            kind,
+            user_id,
+            lambda collection: collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)],
                 n_results=max(1, limit),
                 where=condition,
                 include=["distances", "metadatas"],
-            )
+            ),
+        )
         return [
             (int(record_id), 1.0 - float(distance))
             for record_id, distance, metadata in zip(
@@ -257,12 +294,15 @@ class VectorStore:
 
         if not vectors:
             return []
-        with self._reachable():
-            result = self._collection(kind, user_id).query(
+        result = self._read(
+            kind,
+            user_id,
+            lambda collection: collection.query(
                 query_embeddings=np.asarray(vectors, dtype=np.float32),
                 n_results=max(1, limit),
                 include=["distances"],
-            )
+            ),
+        )
         return [
             [
                 (int(record_id), 1.0 - float(distance))
@@ -288,10 +328,13 @@ class VectorStore:
         found: set[int] = set()
         offset = 0
         while True:
-            with self._reachable():
-                page = self._collection(kind, user_id).get(
+            page = self._read(
+                kind,
+                user_id,
+                lambda collection, offset=offset: collection.get(
                     include=["metadatas"], limit=MIGRATION_PAGE, offset=offset
-                )
+                ),
+            )
             if not page["ids"]:
                 return found
             found.update(
@@ -302,8 +345,7 @@ class VectorStore:
             offset += len(page["ids"])
 
     def count(self, kind: VectorKind, user_id: int) -> int:
-        with self._reachable():
-            return self._collection(kind, user_id).count()
+        return self._read(kind, user_id, lambda collection: collection.count())
 
     def drop(self, kind: VectorKind, user_id: int) -> None:
         """Delete the user's collection of this kind (for this embedder); the next use

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.memory import archive_user
@@ -19,8 +23,11 @@ from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS as KINDS
 from core.settings import Settings
+from nodes.response.search import VectorReads
+from stores import vectors as vectors_module
 from stores.saved_sessions import read_session
 from stores.services import build_deps
+from stores.vectors import VectorStore, build_chroma_client
 from tests.support.chroma_server import ChromaServer
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
@@ -60,6 +67,116 @@ async def test_server_mode_archives_and_searches(tmp_path: Path, chroma: ChromaS
     best_id, _ = deps.vectors.query("topics", 1, vet, 1)[0]
     assert "Марципан" in deps.store.topics.get(1, best_id)["summary"]
     assert deps.vectors.query("topics", 2, vet, 5) == []
+
+
+@dataclass
+class Race:
+    """What the searches of `race_new_collections` met."""
+
+    failures: list[BaseException] = field(default_factory=list)
+    answers: list[tuple[float, int, int]] = field(default_factory=list)
+    """(asked at, user id, fewest hits of the queries)"""
+    filled: dict[int, float] = field(default_factory=dict)
+    """User id: when their collection's first records were stored."""
+
+
+def race_new_collections(
+    settings: Settings, search: Callable[[VectorStore, int, list[np.ndarray]], list[list]]
+) -> Race:
+    """One process creates and fills 40 new users' collections (50 topic vectors at a
+    time) while three threads of another `search` the newest one, again and again."""
+    writer = VectorStore(lambda: build_chroma_client(settings), "race")
+    reader = VectorStore(lambda: build_chroma_client(settings), "race")
+    rng = np.random.default_rng(7)
+    created: list[int] = []
+    race = Race()
+    done = threading.Event()
+
+    def fill() -> None:
+        try:
+            for user_id in range(1, 41):
+                assert writer.count("topics", user_id) == 0  # the collection is created
+                created.append(user_id)
+                for batch in range(3):
+                    ids = [user_id * 1000 + batch * 50 + n for n in range(50)]
+                    writer.upsert("topics", user_id, ids, rng.standard_normal((50, 512)))
+                    race.filled.setdefault(user_id, time.monotonic())
+                    time.sleep(0.01)
+        except Exception as error:
+            race.failures.append(error)
+        finally:
+            done.set()
+
+    def searches() -> None:
+        query = list(np.random.default_rng().standard_normal((2, 512)))
+        while not done.is_set():
+            if not created:
+                time.sleep(0.005)
+                continue
+            user_id = created[-1]
+            asked = time.monotonic()
+            try:
+                hits = search(reader, user_id, query)
+            except Exception as error:
+                race.failures.append(error)
+                continue
+            race.answers.append((asked, user_id, min(len(found) for found in hits)))
+
+    threads = [
+        threading.Thread(target=fill),
+        *(threading.Thread(target=searches) for _ in range(3)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return race
+
+
+def test_a_collection_is_searched_from_its_first_moment(
+    tmp_path: Path, chroma: ChromaServer
+) -> None:
+    """Another process's new collection searched at once (a memory worker archiving a
+    user whose turn another replica is answering). A query in a collection's first
+    moments can fail on the server ("Nothing found on disk"; with no `SERVER_RETRY_S`,
+    243 to 264 of this test's queries failed in three runs); it is tried again, so every
+    query answers, and every one asked after the collection's first records were stored
+    finds some."""
+    settings = Settings(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=chroma.port)
+    race = race_new_collections(
+        settings, lambda reader, user_id, query: reader.nearest("topics", user_id, query, 5)
+    )
+    assert not race.failures, f"{len(race.failures)} failed, first: {race.failures[0]!r}"
+    assert len({user_id for _, user_id, _ in race.answers}) >= 30, "most collections searched"
+    assert all(
+        hits == 5
+        for asked, user_id, hits in race.answers
+        if asked > race.filled.get(user_id, asked)
+    )
+
+
+def test_a_read_the_server_keeps_failing_leaves_the_turn_full_text(
+    tmp_path: Path, chroma: ChromaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no waits left to try again (`SERVER_RETRY_S` empty), the same race's failed
+    reads are `VectorStoreUnavailable`, which a turn's `VectorReads` answers with no hits
+    (the turn goes on with full-text search and says so), never an error."""
+    monkeypatch.setattr(vectors_module, "SERVER_RETRY_S", ())
+    settings = Settings(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=chroma.port)
+    unavailable: list[str] = []
+
+    def turn_reads(reader: VectorStore, user_id: int, query: list[np.ndarray]) -> list[list]:
+        reads = VectorReads(reader, user_id)
+        hits = reads.nearest("topics", query, 5)
+        if reads.unavailable is not None:
+            unavailable.append(reads.unavailable)
+        return hits
+
+    race = race_new_collections(settings, turn_reads)
+    assert not race.failures, f"{len(race.failures)} failed, first: {race.failures[0]!r}"
+    assert unavailable, "some reads failed on the server"
+    assert all("Nothing found on disk" in reason for reason in unavailable), unavailable[:3]
+    assert len(race.answers) > len(unavailable), "the other reads found their vectors"
 
 
 async def test_a_stopped_server_loses_nothing(tmp_path: Path, chroma: ChromaServer) -> None:

@@ -9,6 +9,7 @@ by the replicas' memory workers (one replica archives a user at a time: their cl
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -41,6 +42,18 @@ def store_rows(sql: str, *params: object) -> list[tuple]:
     url, schema = os.environ["TOPICA_DATABASE_URL"], os.environ["TOPICA_DATABASE_SCHEMA"]
     with psycopg.connect(url, options=f"-c search_path={schema}") as db:
         return db.execute(sql, params).fetchall()
+
+
+def logged_errors(workdir: Path) -> list[str]:
+    """The replicas' logged errors, each with the last line of its traceback."""
+    found = []
+    for log in sorted(workdir.glob("replica*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        for n, line in enumerate(lines):
+            if " ERROR " in line:
+                trace = itertools.takewhile(lambda rest: not rest[:2].isdigit(), lines[n + 1 :])
+                found.append(" | ".join([line, *list(trace)[-1:]]))
+    return found
 
 
 def everyone_archived() -> bool:
@@ -89,7 +102,7 @@ async def test_three_replicas_one_killed_lose_and_double_nothing(
     answers = store_rows(
         "SELECT count(*), count(DISTINCT external_id) FROM messages WHERE role = 'assistant'"
     )[0]
-    assert answers == (200, 200), "one stored answer per question"
+    assert answers == (200, 200), f"one stored answer per question; {logged_errors(tmp_path)}"
     per_user_order = store_rows(
         "SELECT user_id, array_agg(external_id ORDER BY seq) FROM messages "
         "WHERE role = 'user' GROUP BY user_id"
