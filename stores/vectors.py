@@ -37,7 +37,7 @@ MIGRATION_PAGE = 5000
 """Records copied per page when moving a shared collection to per-user ones."""
 
 SERVER_RETRY_S = (0.05, 0.1, 0.2, 0.4)
-"""The waits before a read a Chroma server failed is tried again (0.75 s in all).
+"""The waits before a call a Chroma server failed is tried again (0.75 s in all).
 A collection another process created a moment ago can fail a query with "Error creating
 hnsw segment reader: Nothing found on disk" (chromadb 1.5, `chroma run` only; never the
 embedded store). Measured with concurrent readers: only in a collection's first 0.2 s,
@@ -169,22 +169,37 @@ class VectorStore:
                 self._collections.clear()
             raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
 
-    def _read(self, kind: VectorKind, user_id: int, call: Callable[[Collection], T]) -> T:
-        """`call` on the user's collection of `kind`. A read the server failed
-        (`InternalError`) is tried again after each of `SERVER_RETRY_S`; one that still
-        fails raises `VectorStoreUnavailable`, so a turn goes on with full-text search."""
-        from chromadb.errors import InternalError
+    def _use(self, kind: VectorKind, user_id: int, call: Callable[[Collection], T]) -> T:
+        """`call` on the user's collection of `kind`, riding out what other processes on
+        the same store can cause between two calls:
+        - the collection was dropped and made again (`topica reindex`): the handle kept
+          here names one that no longer exists (`NotFoundError`), so it is opened again,
+          once;
+        - a call in a collection's first moments failed on the server (`InternalError`):
+          tried again after each of `SERVER_RETRY_S` (every call here is a read or an
+          idempotent write); one that still fails raises `VectorStoreUnavailable`, so a
+          turn goes on with full-text search."""
+        from chromadb.errors import InternalError, NotFoundError
 
-        for wait in (*SERVER_RETRY_S, None):
+        waits = iter(SERVER_RETRY_S)
+        reopened = False
+        while True:
             try:
                 with self._reachable():
                     return call(self._collection(kind, user_id))
+            except NotFoundError:
+                if reopened:
+                    raise
+                reopened = True
+                log.info("a %s collection was replaced elsewhere: opening it again", kind)
+                with self._lock:
+                    self._collections.pop((kind, int(user_id)), None)
             except InternalError as error:
+                wait = next(waits, None)
                 if wait is None:
                     raise VectorStoreUnavailable(f"vector store failed: {error}") from error
-                log.info("%s read failed, trying again in %.2f s: %s", kind, wait, error)
+                log.info("%s call failed, trying again in %.2f s: %s", kind, wait, error)
                 time.sleep(wait)
-        raise AssertionError("the last wait is None")
 
     def upsert(
         self,
@@ -199,12 +214,15 @@ class VectorStore:
         if not ids:
             return
         extra = metadatas or [{} for _ in ids]
-        with self._reachable():
-            self._collection(kind, user_id).upsert(
+        self._use(
+            kind,
+            user_id,
+            lambda collection: collection.upsert(
                 ids=[str(record_id) for record_id in ids],
                 embeddings=np.asarray(vectors, dtype=np.float32),
                 metadatas=[{**meta, "user_id": user_id} for meta in extra],
-            )
+            ),
+        )
 
     def _owned(
         self, kind: VectorKind, user_id: int, ids: Sequence[int], embeddings: bool
@@ -216,7 +234,7 @@ class VectorStore:
         records, 20 s against 65 ms), then checked against their `user_id` metadata.
         """
         include: list[Any] = ["metadatas", "embeddings"] if embeddings else ["metadatas"]
-        found = self._read(
+        found = self._use(
             kind,
             user_id,
             lambda collection: collection.get(
@@ -238,8 +256,7 @@ class VectorStore:
             return
         owned = self._owned(kind, user_id, ids, embeddings=False)
         if owned:
-            with self._reachable():
-                self._collection(kind, user_id).delete(ids=list(owned))
+            self._use(kind, user_id, lambda collection: collection.delete(ids=list(owned)))
 
     def query(
         self,
@@ -260,7 +277,7 @@ class VectorStore:
             condition = dict(where)
         elif where:
             condition = {"$and": [{key: value} for key, value in where.items()]}
-        result = self._read(
+        result = self._use(
             kind,
             user_id,
             lambda collection: collection.query(
@@ -294,7 +311,7 @@ class VectorStore:
 
         if not vectors:
             return []
-        result = self._read(
+        result = self._use(
             kind,
             user_id,
             lambda collection: collection.query(
@@ -328,7 +345,7 @@ class VectorStore:
         found: set[int] = set()
         offset = 0
         while True:
-            page = self._read(
+            page = self._use(
                 kind,
                 user_id,
                 lambda collection, offset=offset: collection.get(
@@ -345,7 +362,7 @@ class VectorStore:
             offset += len(page["ids"])
 
     def count(self, kind: VectorKind, user_id: int) -> int:
-        return self._read(kind, user_id, lambda collection: collection.count())
+        return self._use(kind, user_id, lambda collection: collection.count())
 
     def drop(self, kind: VectorKind, user_id: int) -> None:
         """Delete the user's collection of this kind (for this embedder); the next use

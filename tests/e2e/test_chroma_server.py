@@ -179,6 +179,30 @@ def test_a_read_the_server_keeps_failing_leaves_the_turn_full_text(
     assert len(race.answers) > len(unavailable), "the other reads found their vectors"
 
 
+def test_a_collection_replaced_by_another_process_is_opened_again(
+    tmp_path: Path, chroma: ChromaServer
+) -> None:
+    """`topica reindex` in one process drops a user's collections and fills new ones
+    while a bot replica in another keeps the old ones' handles: every call through a
+    stale handle failed ("Collection [...] does not exist") until the replica was
+    restarted. The replica now opens the new collection and goes on."""
+    settings = Settings(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=chroma.port)
+    reindexing = VectorStore(lambda: build_chroma_client(settings), "shared")
+    replica = VectorStore(lambda: build_chroma_client(settings), "shared")
+    vectors = np.random.default_rng(3).standard_normal((4, 512))
+    reindexing.upsert("topics", 1, [1, 2, 3], vectors[:3])
+    assert replica.nearest("topics", 1, [vectors[0]], 1)[0][0][0] == 1
+
+    reindexing.drop("topics", 1)
+    reindexing.upsert("topics", 1, [4], vectors[3:])
+
+    assert [hit[0] for hit in replica.nearest("topics", 1, [vectors[3]], 5)[0]] == [4]
+    assert replica.count("topics", 1) == 1
+    replica.upsert("topics", 1, [5], vectors[:1])
+    replica.delete("topics", 1, [4])
+    assert replica.ids("topics", 1) == reindexing.ids("topics", 1) == {5}
+
+
 async def test_a_stopped_server_loses_nothing(tmp_path: Path, chroma: ChromaServer) -> None:
     session = read_session(SESSION)
     first, second = session[:16], session[16:]
