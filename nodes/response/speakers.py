@@ -70,8 +70,11 @@ def message_search(store: Store, user_id: int, query: str, limit: int) -> list[t
     When the query names some of the hits' authors but not all (`named_speakers`), the
     hits are those of the query without the names: a person's name is written by the
     others, who address them by it, so it would rank their lines over the named
-    person's own (`nodes.response.speakers`)."""
+    person's own (`nodes.response.speakers`). A query with no capitalised word names
+    nobody, so the hits' authors are not read."""
     found = store.messages.search(user_id, query, limit)
+    if not name_stems(query):
+        return found
     named = named_speakers(
         [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
     )

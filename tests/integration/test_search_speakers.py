@@ -51,6 +51,12 @@ def test_a_named_speakers_own_lines_are_found_without_the_name(deps: Deps) -> No
     assert message_search(deps.store, USER, alone, 10) == deps.store.messages.search(
         USER, alone, 10
     )
+    # Only a capitalised word names anyone: written in lower case, the name is searched.
+    lower = "what has melanie been painting?"
+    assert message_search(deps.store, USER, lower, 10) == deps.store.messages.search(
+        USER, lower, 10
+    )
+    assert ids[0] in [i for i, _ in message_search(deps.store, USER, lower, 10)]
     # The hybrid search hands these hits on to the excerpts.
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
     assert hybrid_search(deps, context, [question])["message_hits"][0][0] == ids[3]
