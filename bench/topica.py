@@ -8,15 +8,15 @@ candidates in fused order (what the responder can still load with
 `get_topics_content`), each mapped to its member messages by membership.
 
 Under a token budget the context is filled message by message in the order
-`nodes.excerpts.rank_topic_messages` gives the retrieved topics' messages (topic rank,
+`nodes.excerpts.rank_topic_messages` gives the shown topics' messages (topic rank,
 full-text and vector hits and their neighbours and the messages written when the
 question says, fused, with the hits of speakers the question does not name lending only
-to their neighbours): the ranking the response graph's context
-assembly cuts recalled topics with when they do not fit. The evaluation ranks the
-messages of every retrieved topic; the assembly, those of the topics the reranker
-selected. A topic shown whole has the header the response graph shows it with (id,
-date, size, summary); a topic shown in part has the short one the response graph shows
-it with too (`excerpt_header`: id, date).
+to their neighbours): the ranking the response graph's context assembly cuts recalled
+topics with when they do not fit, over the same topics (`shown_topic_ids`): the
+reranker's selection, and after it every other candidate when the search order made the
+selection (no model chose; `fill_candidates`). A topic shown whole has the header the
+response graph shows it with (id, date, size, summary); a topic shown in part has the
+short one the response graph shows it with too (`excerpt_header`: id, date).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
+from nodes.response.rerank_selection import fill_candidates
 from nodes.response.search import search_queries
 from nodes.response.topic_content import excerpt_header, topic_header
 
@@ -46,6 +47,13 @@ def ranked_topic_ids(state: ResponseState) -> list[int]:
     selected = [topic["id"] for topic in state.get("selected_topics") or []]
     rest = [c["id"] for c in state.get("candidates") or [] if c["id"] not in set(selected)]
     return list(dict.fromkeys([*selected, *rest]))
+
+
+def shown_topic_ids(state: ResponseState) -> list[int]:
+    """The topics whose messages the response graph's context fills its budget with: the
+    selection, then the other candidates when the search order made it (`fill_candidates`)."""
+    selected = state.get("selected_topics") or []
+    return list(dict.fromkeys(topic["id"] for topic in [*selected, *fill_candidates(state)]))
 
 
 def turn_time(corpus: Corpus) -> str:
@@ -144,7 +152,7 @@ class Topica:
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
         fill = None
         if self.excerpts:
-            topics = [(i, self._members[i]) for i in ranked]
+            topics = [(i, self._members[i]) for i in shown_topic_ids(state) if i in self._units]
             authors = {
                 message_id: corpus.rows[corpus.external_of[message_id]]["author"]
                 for _, message_ids in topics

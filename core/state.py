@@ -162,6 +162,9 @@ class ContextUsed(TypedDict):
     """Whether the rolling summary of the conversation's older part was included."""
 
 
+NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
+
+
 class FactCandidate(TypedDict):
     """A fact of the user found by vector search for this turn."""
 
@@ -225,6 +228,8 @@ class ResponseState(ResponseInput, total=False):
     rerank_fallback: RerankFallback | None
     rerank_dropped_ids: int
     rerank_llm_calls: int
+    selected_by_search_order: bool
+    """See `RerankOutput`."""
     session_summary: str | None
     """The rolling summary of the segment's messages before the window, if it needs one."""
     summary_fallback: SummaryFallback | None
@@ -292,6 +297,10 @@ class RerankOutput(TypedDict):
     rerank_dropped_ids: int
     """Ids the model named that were not candidates (hallucinated or foreign)."""
     rerank_llm_calls: int
+    selected_by_search_order: bool
+    """No model chose the topics, nor asked for any: they are the search order's first
+    (`rerank_fallback` says why). The context may then fill the room they leave with the
+    other candidates' messages (`nodes.response.rerank_selection.fill_candidates`)."""
 
 
 class RerankState(RerankInput, RerankOutput, total=False):

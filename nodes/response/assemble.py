@@ -42,6 +42,7 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
+from nodes.response.rerank_selection import fill_candidates
 from nodes.response.search import person_description, search_queries
 from nodes.response.session_summary import SessionView, current_view
 from nodes.response.topic_content import render_topics_content
@@ -109,6 +110,7 @@ def topics_section(
     context: ResponseContext | None = None,
     queries: Sequence[str] = (),
     dated: Sequence[int] = (),
+    more: Sequence[SelectedTopic] = (),
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
@@ -117,19 +119,23 @@ def topics_section(
     `vector_hits` under `context`'s weights, the authors `queries` name and the messages
     written when they say, `dated`),
     so the room goes to the answer-bearing messages of every topic rather than to the
-    first topics' opening lines.
+    first topics' opening lines. `more` (`fill_candidates`) are topics after the selection
+    whose messages compete for the same room, ranked below it; they have no reason line.
     """
     if not selected:
         return Layer("", [])
-    reasons = "\n".join(
-        f"- Topic {topic['id']}: {neutralize(topic['reason'])}" for topic in selected
-    )
+    reasons = reason_lines(selected)
     max_chars = max(0, budget - tokens(reasons) - TOPICS_FRAME_TOKENS) * CHARS_PER_TOKEN
-    topic_ids = [topic["id"] for topic in selected]
+    recalled = [*selected, *more]
+    topic_ids = [topic["id"] for topic in recalled]
     given = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
     excerpts = given
-    content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
-    if len(content) > max_chars:
+    content = (
+        render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
+        if not more or may_fit_whole(store, user_id, topic_ids, max_chars)
+        else None
+    )
+    if content is None or len(content) > max_chars:
         topic_ids, excerpts = relevant_excerpts(
             store,
             user_id,
@@ -147,12 +153,34 @@ def topics_section(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
         )
     section = prompt.TOPICS_SECTION.format(reasons=reasons, content=content)
-    picks = {topic["id"]: topic for topic in selected}
+    picks = {topic["id"]: topic for topic in recalled}
     used = [
         UsedTopic(**picks[topic_id], cut=topic_id in excerpts and topic_id not in given)
         for topic_id in topic_ids
     ]
     return Layer(truncate_to_tokens(section, budget), used)
+
+
+def reason_lines(selected: Sequence[SelectedTopic]) -> str:
+    """One line a reason, naming the topics it was given for: "- Topic 4: …", or
+    "- Topics 1, 2, 3: vector order (no_model)" for a selection the search order made."""
+    by_reason: dict[str, list[int]] = {}
+    for topic in selected:
+        by_reason.setdefault(neutralize(topic["reason"]), []).append(topic["id"])
+    return "\n".join(
+        f"- Topic {ids[0]}: {reason}"
+        if len(ids) == 1
+        else f"- Topics {', '.join(map(str, ids))}: {reason}"
+        for reason, ids in by_reason.items()
+    )
+
+
+def may_fit_whole(store: Store, user_id: int, topic_ids: Sequence[int], max_chars: int) -> bool:
+    """Whether the topics' stored sizes leave rendering them whole worth a try: many
+    candidates rarely fit, and rendering them all only to cut them is wasted reads."""
+    return (
+        sum(topic["size_chars"] for topic in store.topics.by_ids(user_id, topic_ids)) <= max_chars
+    )
 
 
 def people_section(
@@ -226,6 +254,7 @@ def recalled_sections(
                 context=context,
                 queries=search_queries(state["text"], state.get("query")),
                 dated=state.get("message_dated") or [],
+                more=fill_candidates(state),
             ),
         ),
         (

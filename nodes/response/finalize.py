@@ -21,7 +21,7 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import ANOMALIES
 from core.records import REPLY_PREFIX, AnsweredBy, MessageKind, NewMessage
-from core.state import ContextUsed, ResponseState
+from core.state import NO_CONTEXT, ResponseState
 from nodes.shared.clock import turn_moment
 
 ARTEFACTS = ("</tool_code>", "<tool_code>", "</s>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
@@ -95,7 +95,6 @@ def count_anomalies(state: ResponseState, sanitized: list[str]) -> None:
         ANOMALIES.labels(type="sanitized").inc()
 
 
-NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
 FALLBACKS = {
     "search": "search_fallback",
     "enricher": "enrich_fallback",

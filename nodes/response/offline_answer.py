@@ -25,7 +25,15 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.records import MEMORY_KIND, MessageRow, PassageRow
-from core.state import FactCandidate, ResponseState, SelectedPerson, SelectedTopic
+from core.state import (
+    NO_CONTEXT,
+    ContextUsed,
+    FactCandidate,
+    ResponseState,
+    SelectedPerson,
+    SelectedTopic,
+    UsedTopic,
+)
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.search import VectorReads, search_queries
@@ -112,9 +120,12 @@ def quote(message: MessageRow, wording: Wording) -> str:
 
 @dataclass(frozen=True)
 class RecalledTopic:
+    id: int
     date: str
     summary: str
     quotes: list[MessageRow]
+    whole: bool
+    """Every message of the topic is quoted."""
 
 
 def recall_topics(
@@ -144,8 +155,15 @@ def recall_topics(
             ),
             inline=True,
         )
+        quotes = best_quotes(messages, similarity)
         recalled.append(
-            RecalledTopic(topic_date(topic), topic["summary"], best_quotes(messages, similarity))
+            RecalledTopic(
+                topic["id"],
+                topic_date(topic),
+                topic["summary"],
+                quotes,
+                whole=len(quotes) == len(messages),
+            )
         )
     return recalled
 
@@ -207,7 +225,17 @@ def seq(message: MessageRow) -> int:
     return message["seq"]
 
 
-def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> str:
+def quoted_topics(
+    topics: Sequence[RecalledTopic], picks: Sequence[SelectedTopic]
+) -> list[UsedTopic]:
+    """The topics the memory-only answer quotes, as its sources: the context the answer
+    never read may hold more of them (the candidates after a selection the search order
+    made), and listing those would name sources it did not use."""
+    by_id = {pick["id"]: pick for pick in picks}
+    return [UsedTopic(**by_id[topic.id], cut=not topic.whole) for topic in topics]
+
+
+def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> tuple[str, ContextUsed]:
     user_id = context.user_id
     queries = search_queries(state["text"], state.get("query"))
     selected = state.get("selected_topics") or []
@@ -227,17 +255,21 @@ def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> str:
         on_screen={message["id"] for message in newest},
     )
     selected_people: Sequence[SelectedPerson] = state.get("selected_people") or []
-    people = [
-        (person["name"], clip(person["bio"] or "", QUOTE_CHARS))
-        for person in deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
-    ]
+    found_people = deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
+    people = [(person["name"], clip(person["bio"] or "", QUOTE_CHARS)) for person in found_people]
     facts = state.get("fact_candidates") or []
-    return memory_answer(language_of(state["text"]), topics, conversation, people, facts)
+    answer = memory_answer(language_of(state["text"]), topics, conversation, people, facts)
+    return answer, quoted_topics(topics, selected)
 
 
 def make_offline_answer(deps: Deps):
     async def offline_answer(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
-        answer = await asyncio.to_thread(compose, deps, runtime.context, state)
-        return {"answer": answer, "answered_by": "memory"}
+        answer, topics = await asyncio.to_thread(compose, deps, runtime.context, state)
+        used = state.get("context_used") or NO_CONTEXT
+        return {
+            "answer": answer,
+            "answered_by": "memory",
+            "context_used": ContextUsed(**{**used, "topics": topics}),
+        }
 
     return offline_answer

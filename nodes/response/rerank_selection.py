@@ -8,8 +8,9 @@ but gave no usable answer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -183,6 +184,8 @@ class Selection:
     topics: list[SelectedTopic]
     people: list[SelectedPerson]
     dropped_ids: int
+    by_search_order: bool = False
+    """The topics are the search order's first: no model chose them nor asked for any."""
 
 
 def select_answer(
@@ -249,7 +252,7 @@ def fallback_selection(
     topics_by_id = {candidate["id"]: candidate for candidate in candidates}
     unique_ids = list(dict.fromkeys(requested_ids))
     known = [topic_id for topic_id in unique_ids if topic_id in topics_by_id]
-    label = f"requested by the reranker ({reason})" if known else f"vector order ({reason})"
+    label = f"requested by the reranker ({reason})" if known else search_order_reason(reason)
     chosen = known or [candidate["id"] for candidate in candidates]
     topics = [
         SelectedTopic(
@@ -258,4 +261,30 @@ def fallback_selection(
         for topic_id in chosen[:max_topics]
     ]
     people = vector_people(people_candidates, reason, max_people)
-    return Selection(topics, people, len(unique_ids) - len(known))
+    return Selection(topics, people, len(unique_ids) - len(known), by_search_order=not known)
+
+
+def search_order_reason(reason: str | None) -> str:
+    return f"vector order ({reason})"
+
+
+def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
+    """The candidates past the selection whose messages may fill the room it leaves in the
+    context, in search order.
+
+    When the search order made the selection (no model chose, nor asked for content), the
+    selection's size is only the reranker's limit (`rerank_max_topics`), not a judgement:
+    the next candidates come from the same ranking, and their best messages can hold an
+    answer the first topics do not. Every other candidate is offered then, and the context's
+    excerpts (`nodes.response.excerpts`) rank the messages of all of them together. When a
+    model chose, its choice is the context's, as seed 001 has it: none.
+    """
+    if not state.get("selected_by_search_order"):
+        return []
+    selected = {topic["id"] for topic in state.get("selected_topics") or []}
+    reason = search_order_reason(state.get("rerank_fallback"))
+    return [
+        SelectedTopic(id=candidate["id"], reason=reason, excerpt=None, score=candidate["score"])
+        for candidate in state.get("candidates") or []
+        if candidate["id"] not in selected
+    ]

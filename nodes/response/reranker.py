@@ -158,6 +158,7 @@ def make_prepare(deps: Deps):
             "rerank_llm_calls": 0,
             "rerank_dropped_ids": 0,
             "rerank_fallback": None,
+            "selected_by_search_order": False,
             "selected_topics": [],
             "selected_people": [],
         }
@@ -238,6 +239,7 @@ def selection_update(selection: Selection, fallback: RerankFallback | None) -> d
         "selected_people": selection.people,
         "rerank_dropped_ids": selection.dropped_ids,
         "rerank_fallback": fallback,
+        "selected_by_search_order": selection.by_search_order,
     }
 
 
@@ -331,6 +333,7 @@ def make_rerank(reranker: CompiledStateGraph, deps: Deps):
             "rerank_fallback": result["rerank_fallback"],
             "rerank_dropped_ids": result["rerank_dropped_ids"],
             "rerank_llm_calls": result["rerank_llm_calls"],
+            "selected_by_search_order": result["selected_by_search_order"],
         }
 
     def settle(state: ResponseState, context: ResponseContext) -> dict:

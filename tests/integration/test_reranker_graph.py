@@ -58,7 +58,9 @@ def tool_results(body: dict[str, Any]) -> str:
     return "\n".join(m["content"] for m in body["messages"] if m["role"] == "tool")
 
 
-def run_result(topics, people, *, fallback, llm_calls, dropped_ids=0) -> dict[str, Any]:
+def run_result(
+    topics, people, *, fallback, llm_calls, dropped_ids=0, by_search_order=False
+) -> dict[str, Any]:
     """The whole result of a reranker run, as the subgraph returns it."""
     return {
         "selected_topics": topics,
@@ -66,6 +68,7 @@ def run_result(topics, people, *, fallback, llm_calls, dropped_ids=0) -> dict[st
         "rerank_fallback": fallback,
         "rerank_dropped_ids": dropped_ids,
         "rerank_llm_calls": llm_calls,
+        "selected_by_search_order": by_search_order,
     }
 
 
@@ -175,6 +178,7 @@ async def test_api_error_before_the_tool_call_falls_back_to_vector_order(
     assert result["rerank_fallback"] == "api_error"
     assert selected_ids(result) == [llm_world.vllm["id"], llm_world.petrov["id"]]
     assert {topic["reason"] for topic in result["selected_topics"]} == {"vector order (api_error)"}
+    assert result["selected_by_search_order"] is True
     assert [topic["score"] for topic in result["selected_topics"]] == [0.9, 0.8]
     assert result["selected_people"] == [
         {"id": llm_world.petrov_person, "reason": "vector order (api_error)"}
@@ -194,6 +198,7 @@ async def test_timeout_before_the_tool_call_falls_back_to_vector_order_within_bu
     assert result["rerank_fallback"] == "timeout_before_tool"
     assert selected_ids(result) == [topic["id"] for topic in llm_world.candidates]
     assert result["selected_topics"][0]["reason"] == "vector order (timeout_before_tool)"
+    assert result["selected_by_search_order"] is True
 
 
 async def test_a_reply_without_the_tool_call_is_a_protocol_violation(
@@ -206,6 +211,7 @@ async def test_a_reply_without_the_tool_call_is_a_protocol_violation(
 
     assert result["rerank_fallback"] == "protocol_violation"
     assert selected_ids(result) == [topic["id"] for topic in w.candidates]
+    assert result["selected_by_search_order"] is True
     assert result["rerank_llm_calls"] == 1
     assert len(server.chat_requests) == 1
 
@@ -223,6 +229,7 @@ async def test_invalid_json_after_the_tool_call_takes_the_requested_ids_in_order
 
     assert result["rerank_fallback"] == "invalid_json"
     assert selected_ids(result) == [w.docker["id"], w.vllm["id"]]
+    assert result["selected_by_search_order"] is False  # the model's requests decided
     assert result["selected_topics"][0] == {
         "id": w.docker["id"],
         "reason": "requested by the reranker (invalid_json)",
@@ -314,6 +321,7 @@ async def test_requested_ids_none_of_which_are_candidates_fall_back_to_vector_or
     assert selected_ids(result) == [w.vllm["id"]]
     assert result["selected_topics"][0]["reason"] == "vector order (invalid_json)"
     assert result["rerank_dropped_ids"] == 1
+    assert result["selected_by_search_order"] is True
 
 
 async def test_without_candidates_nothing_is_asked_and_nothing_selected(
@@ -321,7 +329,7 @@ async def test_without_candidates_nothing_is_asked_and_nothing_selected(
 ):
     result = await rerank(llm_world, candidates=[], people=[])
 
-    assert result == run_result([], [], fallback="no_candidates", llm_calls=0)
+    assert result == run_result([], [], fallback="no_candidates", llm_calls=0, by_search_order=True)
     assert server.chat_requests == []
 
 
@@ -333,6 +341,7 @@ async def test_switched_off_the_model_is_never_asked_and_the_search_order_decide
     assert result["rerank_fallback"] == "disabled"
     assert selected_ids(result) == [llm_world.vllm["id"], llm_world.petrov["id"]]
     assert result["selected_topics"][0]["reason"] == "vector order (disabled)"
+    assert result["selected_by_search_order"] is True
     assert result["rerank_llm_calls"] == 0
     assert server.chat_requests == []
 

@@ -16,8 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
-from core.state import ResponseState, SelectedTopic
-from nodes.response.assemble import make_assemble, topics_section
+from core.state import ResponseState, SelectedTopic, TopicCandidate
+from nodes.response.assemble import make_assemble, recalled_sections, topics_section
+from nodes.response.rerank_selection import fallback_selection
 from nodes.response.session_summary import make_extractive_summary, make_summarise
 from nodes.shared.budget import tokens
 from tests.support.messages import new_messages
@@ -230,3 +231,82 @@ async def test_recalled_topics_stay_within_their_budget(deps: Deps):
     assert tokens(whole) > 300 and "5: a long message" in whole
     assert used_whole == [{**selected[0], "cut": False}]
     assert topics_section(deps.store, USER, [], budget=8000) == ("", [])
+
+
+SUBJECTS = ["garden", "bicycle", "chess club", "sourdough", "guitar", "tax return", "aquarium"]
+
+
+def stored_topics(deps: Deps) -> tuple[list[TopicCandidate], int]:
+    """Seven topics of four messages each, as search candidates in their stored order; the
+    sixth holds the passport message. Returns the candidates and that message's row id."""
+    candidates: list[TopicCandidate] = []
+    answer_id = 0
+    for index, subject in enumerate(SUBJECTS):
+        contents = [
+            f"Let us talk about the {subject} for a while, there is a lot to say about it.",
+            f"Sure, the {subject} again: what is new with the {subject} this week?",
+            PASSPORT if index == 5 else f"Nothing much changed with the {subject}, honestly.",
+            f"Fine, then the {subject} can wait until next month.",
+        ]
+        rows = deps.indexer.store_messages(USER, new_messages(contents, prefix=f"s{index}-"))
+        (topic,) = deps.store.topics.save(USER, [(subject, [row["id"] for row in rows])])
+        candidates.append(
+            TopicCandidate(
+                id=topic["id"],
+                summary=subject,
+                date="2026-01-01",
+                message_count=4,
+                size_chars=topic["size_chars"],
+                score=1.0 - index / 10,
+                vector_score=None,
+            )
+        )
+        if index == 5:
+            answer_id = rows[2]["id"]
+    return candidates, answer_id
+
+
+def recalled_topics_layer(deps: Deps, state: ResponseState, budget: int):
+    context = ResponseContext(user_id=USER, now_iso=NOW, topics_budget_tokens=budget)
+    sections = dict(recalled_sections(deps.store, USER, state, set(), context))
+    return sections["topics"]
+
+
+@pytest.mark.parametrize("budget", [250, 8000])
+async def test_the_search_order_fills_the_room_its_selection_leaves(deps: Deps, budget: int):
+    candidates, answer_id = stored_topics(deps)
+    # No model chose: the reranker's limit cut the search order after five topics.
+    selection = fallback_selection(candidates, [], "no_model", max_topics=5, max_people=0)
+    state = ResponseState(
+        text="When does my passport expire?",
+        candidates=candidates,
+        selected_topics=selection.topics,
+        rerank_fallback="no_model",
+        selected_by_search_order=selection.by_search_order,
+        message_hits=[[answer_id]],
+    )
+
+    layer = recalled_topics_layer(deps, state, budget)
+
+    assert tokens(layer.text) <= budget
+    assert "passport expires on 12 May 2027" in layer.text
+    used = {topic["id"]: topic for topic in layer.used}
+    sixth = candidates[5]["id"]
+    assert used[sixth]["reason"] == "vector order (no_model)"
+    if budget == 250:  # the room goes to the hit and its neighbours before the selection
+        assert used[sixth]["cut"] is False
+        assert "the tax return can wait until next month" in layer.text
+        assert len(used) < 5 and all(used[topic]["cut"] for topic in used if topic != sixth)
+    # Only the selection has a reason line, one for its one reason: the candidates after
+    # it are content alone.
+    first_five = ", ".join(str(candidate["id"]) for candidate in candidates[:5])
+    assert f"\n- Topics {first_five}: vector order (no_model)\n" in layer.text
+    assert layer.text.count("vector order") == 1
+    if budget == 8000:  # room for all seven, whole
+        assert list(used) == [candidate["id"] for candidate in candidates]
+        assert "the aquarium can wait until next month" in layer.text
+
+    # A model's choice of the same five is the context's: the sixth topic stays out.
+    chosen = recalled_topics_layer(deps, {**state, "selected_by_search_order": False}, budget)
+    assert "passport" not in chosen.text
+    assert sixth not in {topic["id"] for topic in chosen.used}

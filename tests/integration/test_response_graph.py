@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
-from core.state import ContextUsed, ResponseState, SelectedTopic, UsedFact, UsedTopic
+from core.state import NO_CONTEXT, ContextUsed, ResponseState, SelectedTopic, UsedFact, UsedTopic
 from graphs.response import build_response_graph
 from nodes.response.enrich import make_enrich
 from nodes.response.finalize import make_finalize
@@ -166,6 +166,26 @@ async def test_without_any_model_the_answer_quotes_the_recalled_topic(world: Res
     assert "> You (" in answer
 
 
+async def test_the_memory_only_answer_names_the_topics_it_quotes_as_its_sources(
+    world: ResponseWorld,
+):
+    state = await run_graph(
+        world, "How long did the Postgres restore take on staging?", rerank_max_topics=1
+    )
+    assert state["answered_by"] == "memory"
+    candidates = [candidate["id"] for candidate in state["candidates"]]
+    assert len(candidates) > 1  # the context holds them all (no model reads it here)
+    used = state["context_used"]["topics"]
+    assert used, "it quotes a topic"
+    summaries = {
+        topic["id"]: topic["summary"]
+        for topic in world.deps.store.topics.by_ids(USER, [topic["id"] for topic in used])
+    }
+    answer = state["answer"]
+    assert all(" ".join(summaries[topic["id"]].split())[:40] in answer for topic in used)
+    assert answer.count("\n**") == len(used), "one dated block a quoted topic"
+
+
 async def test_the_memory_only_answer_speaks_russian_to_a_russian_question(world: ResponseWorld):
     # The relevance floor on: this cross-lingual question's best scores (message cosine
     # 0.33, topic 0.15) clear the floors of a memory this small, not the fixed ones of
@@ -180,7 +200,11 @@ async def test_the_memory_only_answer_says_when_nothing_was_recalled(deps: Deps)
     update = await make_offline_answer(deps)(
         ResponseState(text="Do you remember my dog?", selected_topics=[]), runtime()
     )
-    assert update == {"answer": WORDING["en"].nothing, "answered_by": "memory"}
+    assert update == {
+        "answer": WORDING["en"].nothing,
+        "answered_by": "memory",
+        "context_used": NO_CONTEXT,  # it quotes nothing: no sources
+    }
 
 
 async def test_the_memory_only_answer_quotes_the_conversation_going_on(deps: Deps):
@@ -331,6 +355,31 @@ async def test_a_plain_answer_is_stored_and_the_context_has_its_layers(
     assert list(state["context_layers"]) == ["system", "topics", "current"]  # all archived
     assert state["context_tokens"] >= sum(state["context_layers"].values())
     assert llm_world.deps.store.messages.all_of(USER)[-1]["content"] == state["answer"]
+
+
+async def test_when_no_model_reranks_the_context_fills_past_the_selection(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    """The responder answers, the reranker has no model: its selection is the search order
+    cut at its limit, so the room the selection leaves goes to the next candidates (what
+    `topica eval locomo` measures)."""
+    server.script(reply("Fourteen minutes."))
+    state = await run_graph(
+        llm_world, "How long did the Postgres restore take on staging?", rerank_max_topics=1
+    )
+    assert (state["rerank_fallback"], state["selected_by_search_order"]) == ("no_model", True)
+    assert len(state["selected_topics"]) == 1
+    candidates = [candidate["id"] for candidate in state["candidates"]]
+    assert len(candidates) > 1
+    # Room for every candidate whole (8,000 tokens): all of them, in search order.
+    used = state["context_used"]["topics"]
+    assert [topic["id"] for topic in used] == candidates
+    assert {topic["reason"] for topic in used[1:]} == {"vector order (no_model)"}
+    system = request(server, 0)["messages"][0]["content"]
+    for topic_id in candidates:
+        assert f"=== Topic {topic_id} ===" in system
+    assert RESPONSE_SECRET not in system
+    assert not llm_world.other_topics & set(candidates)
 
 
 async def test_tool_loop_stops_at_the_limit_and_synthesises_without_tools(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from core.text import PROMPT_TAGS, neutralize, transcript
+from core.text import PROMPT_TAGS, neutralize, substitute_all, transcript
 from tests.support.paths import ROOT
 
 
@@ -56,6 +58,27 @@ def test_forged_structure_is_neutralised(data: str, expected: str):
 )
 def test_ordinary_text_is_unchanged(plain: str):
     assert neutralize(plain) == plain
+
+
+# Pieces of every pattern neutralize knows, and plain words and line breaks between them.
+PIECES = st.sampled_from(
+    [
+        "<", ">", "/", "[", "]", ":", "=", "==", "===", " ", "\t", "\n", "\r", "\r\n",
+        "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "topic",
+        "recalled_topics", "User", "Assistant (09:00)", "ID", "id", "P", "12", "word", "слово",
+        "<recalled_topics>", "</topic>", "[User (Admin)]:", "[Boss]:", "[ID:12]", "[id=3]",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.lists(PIECES, max_size=30).map("".join), st.booleans())
+def test_the_shortcut_for_text_with_nothing_to_neutralise_changes_no_result(
+    text: str, keep_labels: bool
+):
+    assert neutralize(text, keep_labels=keep_labels) == substitute_all(
+        text, keep_labels=keep_labels
+    )
 
 
 def test_excerpts_keep_their_own_labels():

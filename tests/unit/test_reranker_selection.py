@@ -17,6 +17,7 @@ from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.rerank_selection import (
     fallback_selection,
+    fill_candidates,
     parse_answer,
     requested_topic_ids,
     select_answer,
@@ -33,6 +34,7 @@ async def test_without_a_model_the_vector_order_is_used(world: RerankWorld):
     assert result["rerank_fallback"] == "no_model"
     assert selected_ids(result) == [world.vllm["id"], world.petrov["id"], world.docker["id"]]
     assert result["selected_topics"][0]["reason"] == "vector order (no_model)"
+    assert result["selected_by_search_order"] is True
     assert result["rerank_llm_calls"] == 0
 
 
@@ -98,6 +100,7 @@ def test_select_answer_applies_limits_and_ignores_repeats():
     assert [topic["id"] for topic in selection.topics] == [7, 6, 5, 4, 3]
     assert [person["id"] for person in selection.people] == [3, 1]
     assert selection.dropped_ids == 1
+    assert selection.by_search_order is False
 
 
 def test_fallback_selections_keep_order_limits_and_scores():
@@ -117,6 +120,28 @@ def test_fallback_selections_keep_order_limits_and_scores():
     assert [topic["id"] for topic in by_request.topics] == [6, 2, 3, 4, 5]
     assert by_request.topics[0]["score"] == candidates[5]["score"]
     assert by_request.dropped_ids == 1
+    assert (by_vector.by_search_order, by_request.by_search_order) == (True, False)
+
+
+def test_only_a_selection_the_search_order_made_offers_the_other_candidates():
+    candidates = plain_candidates(*[1000] * 7)
+    by_vector = fallback_selection(candidates, [], "api_error", max_topics=3, max_people=10)
+    state = {
+        "candidates": candidates,
+        "selected_topics": by_vector.topics,
+        "rerank_fallback": "api_error",
+        "selected_by_search_order": by_vector.by_search_order,
+    }
+
+    more = fill_candidates(state)
+
+    assert [topic["id"] for topic in more] == [4, 5, 6, 7]
+    assert [topic["score"] for topic in more] == [c["score"] for c in candidates[3:]]
+    assert {topic["reason"] for topic in more} == {"vector order (api_error)"}
+    assert {topic["excerpt"] for topic in more} == {None}
+    # The model's choice (or the ids it asked for) is the context's: nothing is added.
+    assert fill_candidates({**state, "selected_by_search_order": False}) == []
+    assert fill_candidates({**state, "selected_by_search_order": None}) == []
 
 
 def test_requested_ids_come_from_the_content_tool_calls_only():
