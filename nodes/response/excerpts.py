@@ -156,6 +156,31 @@ def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
     }
 
 
+def rank_members(
+    members: Sequence[tuple[int, Sequence[MessageRow]]],
+    hit_lists: Sequence[Sequence[int]],
+    k: int,
+    *,
+    vector_lists: Sequence[Sequence[int]] = (),
+    context: ResponseContext | None = None,
+    queries: Sequence[str] = (),
+    dated: Sequence[int] = (),
+) -> list[tuple[int, int]]:
+    """`rank_topic_messages` over topics given with their messages, under `context`'s
+    weights, with the authors `queries` leave out (`left_out`): the order the context's
+    excerpts and the memory-only answer's quotes take messages in."""
+    authors = {m["id"]: m["author"] for _, messages in members for m in messages}
+    return rank_topic_messages(
+        [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
+        hit_lists,
+        k,
+        vector_lists=vector_lists,
+        unnamed=left_out(context, queries, authors),
+        dated=dated,
+        **ranking_weights(context),
+    )
+
+
 def relevant_excerpts(
     store: Store,
     user_id: int,
@@ -192,15 +217,14 @@ def relevant_excerpts(
         else:
             members.append((topic_id, store.messages.of_topic(user_id, topic_id)))
     lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
-    authors = {m["id"]: m["author"] for _, messages in members for m in messages}
-    ranked = rank_topic_messages(
-        [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
+    ranked = rank_members(
+        members,
         hit_lists,
         k,
         vector_lists=vector_lists,
-        unnamed=left_out(context, queries, authors),
+        context=context,
+        queries=queries,
         dated=dated,
-        **ranking_weights(context),
     )
     sizes = {topic_id: len(messages) for topic_id, messages in members}
     kept: dict[int, set[int]] = defaultdict(set)

@@ -2,18 +2,25 @@
 
 It never composes an answer of its own: it says plainly that no language model answered
 and quotes what retrieval recalled, in the user's language (Cyrillic in the message means
-Russian, anything else English): each selected topic with its date and summary and the
-one to three of its messages most similar to the question; then the messages of the
-current conversation (since `/new`) relevant to the question, found the auto-RAG way but
-with the window included, since no model reads the window here; then people and facts.
-When nothing was recalled it says so.
+Russian, anything else English): the messages of the recalled topics that the context's
+own ranking puts first (`nodes.response.excerpts`: the question's full-text and vector
+hits, the messages beside them, the topics' rank), within `QUOTE_BUDGET_CHARS` and from
+at most `MAX_QUOTED_TOPICS` topics, each topic with its date and summary; then the
+messages of the current conversation (since `/new`) relevant to the question, found the
+auto-RAG way but with the window included, since no model reads the window here; then
+people and facts. When nothing was recalled it says so.
+
+The recalled topics are the context's (the selection, then the other candidates when the
+search order made it: `fill_candidates`). On LoCoMo's 760 dev questions the quotes hold
+every evidence message for 0.66 of them, where the one to three messages of each selected
+topic most similar to the question held it for 0.21 (README "Evaluation").
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -36,15 +43,19 @@ from core.state import (
 )
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
-from nodes.response.search import VectorReads, search_queries
+from nodes.response.excerpts import rank_members
+from nodes.response.rerank_selection import fill_candidates
+from nodes.response.search import search_queries
 from nodes.response.topic_content import topic_date
 from nodes.shared.documents import with_documents
 
 Language = Literal["ru", "en"]
 
-MAX_QUOTES_PER_TOPIC = 3
-QUOTE_SIMILARITY_MARGIN = 0.10
-"""Quotes after the best one must be at most this much less similar to the question."""
+QUOTE_BUDGET_CHARS = 1600
+"""The quotes of recalled topics, in all: about a third of a Telegram message, so that
+with the topics' dates and summaries the answer stays one message."""
+MAX_QUOTED_TOPICS = 5
+"""As many topics as the reranker selects by default (`TOPICA_RERANKER_MAX_TOPICS`)."""
 QUOTE_CHARS = 400
 SUMMARY_CHARS = 300
 
@@ -100,18 +111,6 @@ def language_of(text: str) -> Language:
     return "ru" if _CYRILLIC.search(text) else "en"
 
 
-def best_quotes(messages: Sequence[MessageRow], similarity: dict[int, float]) -> list[MessageRow]:
-    """The 1-3 messages most similar to the question, in conversation order."""
-    scored = sorted(
-        (m for m in messages if m["id"] in similarity), key=lambda m: -similarity[m["id"]]
-    )
-    if not scored:
-        return list(messages[:1])
-    best = similarity[scored[0]["id"]]
-    chosen = [m for m in scored if similarity[m["id"]] >= best - QUOTE_SIMILARITY_MARGIN]
-    return sorted(chosen[:MAX_QUOTES_PER_TOPIC], key=lambda m: m["seq"])
-
-
 def quote(message: MessageRow, wording: Wording) -> str:
     who = wording.assistant if message["role"] == "assistant" else wording.user
     when = short_time(message["created_at"])
@@ -128,44 +127,79 @@ class RecalledTopic:
     """Every message of the topic is quoted."""
 
 
+def recalled_picks(state: ResponseState) -> list[SelectedTopic]:
+    """The topics the context recalled: the selection, then `fill_candidates`."""
+    return [*(state.get("selected_topics") or []), *fill_candidates(state)]
+
+
 def recall_topics(
-    deps: Deps, user_id: int, selected: Sequence[SelectedTopic], queries: Sequence[str]
+    deps: Deps, context: ResponseContext, state: ResponseState, queries: Sequence[str]
 ) -> list[RecalledTopic]:
-    """The selected topics in rank order, each with its messages closest to the question."""
+    """The recalled topics whose messages the context's ranking puts first, best first,
+    each with those of its messages that fit the quotes' budget, in conversation order."""
+    user_id = context.user_id
+    topics = deps.store.topics.by_ids(user_id, [pick["id"] for pick in recalled_picks(state)])
     query_vectors = [deps.embedder.encode_query(query) for query in queries]
-    recalled = []
-    for topic in deps.store.topics.by_ids(user_id, [t["id"] for t in selected]):
-        # A topic archived before kinds existed may hold a memory-only answer: never quoted.
-        messages = [
-            m
-            for m in deps.store.messages.of_topic(user_id, topic["id"])
-            if m["kind"] == MEMORY_KIND
-        ]
-        vectors = VectorReads(deps.vectors, user_id).message_vectors(deps.embedder, messages)
-        similarity = {
-            message_id: max(float(np.dot(vector, query)) for query in query_vectors)
-            for message_id, vector in vectors.items()
-        }
-        messages = with_documents(
-            deps.store,
-            user_id,
-            messages,
-            partial(
-                closest_passage, deps, user_id, query_vectors=query_vectors, similarity=similarity
+    pick_passage = partial(closest_passage, deps, user_id, query_vectors=query_vectors)
+    # A topic archived before kinds existed may hold a memory-only answer: never quoted.
+    members = [
+        (
+            topic["id"],
+            with_documents(
+                deps.store,
+                user_id,
+                [
+                    m
+                    for m in deps.store.messages.of_topic(user_id, topic["id"])
+                    if m["kind"] == MEMORY_KIND
+                ],
+                pick_passage,
+                inline=True,
             ),
-            inline=True,
         )
-        quotes = best_quotes(messages, similarity)
-        recalled.append(
-            RecalledTopic(
-                topic["id"],
-                topic_date(topic),
-                topic["summary"],
-                quotes,
-                whole=len(quotes) == len(messages),
-            )
+        for topic in topics
+    ]
+    order = rank_members(
+        members,
+        state.get("message_hits") or [],
+        context.rrf_k,
+        vector_lists=state.get("message_vector_hits") or [],
+        context=context,
+        queries=queries,
+        dated=state.get("message_dated") or [],
+    )
+    chosen = chosen_quotes(order, {m["id"]: m for _, messages in members for m in messages})
+    by_id = {topic["id"]: topic for topic in topics}
+    messages_of = dict(members)
+    return [
+        RecalledTopic(
+            topic_id,
+            topic_date(by_id[topic_id]),
+            by_id[topic_id]["summary"],
+            [m for m in messages_of[topic_id] if m["id"] in ids],
+            whole=len(ids) == len(messages_of[topic_id]),
         )
-    return recalled
+        for topic_id, ids in chosen.items()
+    ]
+
+
+def chosen_quotes(
+    order: Sequence[tuple[int, int]], messages: Mapping[int, MessageRow]
+) -> dict[int, set[int]]:
+    """{topic id: its quoted message ids}, topics in the order their first quote ranks:
+    messages taken in `order` while they fit `QUOTE_BUDGET_CHARS` (a long one that does
+    not fit leaves room for shorter ones after it), from at most `MAX_QUOTED_TOPICS`."""
+    chosen: dict[int, set[int]] = {}
+    used = 0
+    for topic_id, message_id in order:
+        if topic_id not in chosen and len(chosen) == MAX_QUOTED_TOPICS:
+            continue
+        cost = len(clip(messages[message_id]["content"], QUOTE_CHARS))
+        if used + cost > QUOTE_BUDGET_CHARS:
+            continue
+        chosen.setdefault(topic_id, set()).add(message_id)
+        used += cost
+    return chosen
 
 
 def closest_passage(
@@ -174,10 +208,8 @@ def closest_passage(
     passages: list[PassageRow],
     *,
     query_vectors: Sequence[np.ndarray],
-    similarity: dict[int, float],
 ) -> list[PassageRow]:
-    """The document passage closest to the question, which its message is quoted with
-    (its similarity becoming the message's, so a document can be the best quote)."""
+    """The document passage closest to the question, which its message is quoted with."""
     try:
         vectors = deps.vectors.vectors("passages", user_id, [p["id"] for p in passages])
     except VectorStoreUnavailable:  # degraded: the first passage is quoted
@@ -188,10 +220,7 @@ def closest_passage(
     }
     if not scored:
         return passages[:1]
-    best = max(passages, key=lambda p: scored.get(p["id"], -1.0))
-    message_id = best["message_id"]
-    similarity[message_id] = max(scored[best["id"]], similarity.get(message_id, -1.0))
-    return [best]
+    return [max(passages, key=lambda p: scored.get(p["id"], -1.0))]
 
 
 def memory_answer(
@@ -235,11 +264,12 @@ def quoted_topics(
     return [UsedTopic(**by_id[topic.id], cut=not topic.whole) for topic in topics]
 
 
-def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> tuple[str, ContextUsed]:
+def compose(
+    deps: Deps, context: ResponseContext, state: ResponseState
+) -> tuple[str, list[UsedTopic]]:
     user_id = context.user_id
     queries = search_queries(state["text"], state.get("query"))
-    selected = state.get("selected_topics") or []
-    topics = recall_topics(deps, user_id, selected, queries)
+    topics = recall_topics(deps, context, state, queries)
     current = [state.get("message_id"), *(state.get("group_message_ids") or ())]
     segment = deps.store.sessions.current_segment(user_id)
     # The whole segment is searched, the user's newest messages too; those, on the chat's
@@ -251,15 +281,17 @@ def compose(deps: Deps, context: ResponseContext, state: ResponseState) -> tuple
         state["text"],
         segment,
         exclude_ids={i for i in current if i is not None},
-        exclude_topic_ids={topic["id"] for topic in selected},
+        exclude_topic_ids={topic.id for topic in topics},
         on_screen={message["id"] for message in newest},
     )
     selected_people: Sequence[SelectedPerson] = state.get("selected_people") or []
-    found_people = deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
-    people = [(person["name"], clip(person["bio"] or "", QUOTE_CHARS)) for person in found_people]
+    people = [
+        (person["name"], clip(person["bio"] or "", QUOTE_CHARS))
+        for person in deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
+    ]
     facts = state.get("fact_candidates") or []
     answer = memory_answer(language_of(state["text"]), topics, conversation, people, facts)
-    return answer, quoted_topics(topics, selected)
+    return answer, quoted_topics(topics, recalled_picks(state))
 
 
 def make_offline_answer(deps: Deps):

@@ -10,6 +10,7 @@ from app.media import keep_document, split_passages
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
+from core.state import ResponseState, SelectedTopic
 from nodes.response.offline_answer import recall_topics
 from nodes.response.search import topic_candidates
 from nodes.response.tools import search_history_result
@@ -82,7 +83,9 @@ def test_search_history_and_topic_content_show_the_text_under_its_file_name(
 
 def test_the_memory_only_answer_quotes_the_closest_passage(deps: Deps) -> None:
     lease_topic = world(deps)
-    [recalled] = recall_topics(deps, USER, [{"id": lease_topic}], ["How much is my rent?"])
+    pick = SelectedTopic(id=lease_topic, reason="the lease", excerpt=None, score=1.0)
+    state = ResponseState(text="How much is my rent?", selected_topics=[pick])
+    [recalled] = recall_topics(deps, context(), state, ["How much is my rent?"])
     [quote] = recalled.quotes
     assert quote["content"].startswith("[document: lease.txt] «")
     assert "950 euros" in quote["content"]

@@ -23,7 +23,7 @@ from core.state import NO_CONTEXT, ContextUsed, ResponseState, SelectedTopic, Us
 from graphs.response import build_response_graph
 from nodes.response.enrich import make_enrich
 from nodes.response.finalize import make_finalize
-from nodes.response.offline_answer import WORDING, make_offline_answer
+from nodes.response.offline_answer import QUOTE_BUDGET_CHARS, WORDING, make_offline_answer
 from nodes.response.search import topic_candidates
 from prompts import responder as responder_prompt
 from stores.embedders import Embedder
@@ -224,18 +224,46 @@ async def test_the_memory_only_answer_quotes_the_conversation_going_on(deps: Dep
     assert "Thanks a lot" not in answer
 
 
-async def test_the_memory_only_answer_quotes_at_most_three_messages_per_topic(world: ResponseWorld):
-    topic_id = next(iter(world.user_topics))
-    update = await make_offline_answer(world.deps)(
+async def test_the_memory_only_answer_quotes_what_the_context_ranks_first(deps: Deps):
+    """A long topic whose answer sits in its middle, and two more topics: the quotes are
+    the full-text hit and the messages beside it, within the quotes' budget, not the
+    topics' opening lines; the topics come in the order of their best quote."""
+    filler = [
+        f"Line {i} about the garden shed: " + "the paint, the fence posts and the roof. " * 5
+        for i in range(40)
+    ]  # about 240 characters each: the quotes' budget holds six or so
+    filler[20] = "The plumber said the boiler pressure must stay at 1.5 bar."
+    filler[21] = "Got it, I will check the boiler gauge every Sunday."
+    rows = deps.indexer.store_messages(USER, new_messages(filler))
+    (shed,) = deps.store.topics.save(USER, [("Garden shed", [row["id"] for row in rows])])
+    others = []
+    for name in ("chess", "bread"):
+        more = deps.indexer.store_messages(
+            USER, new_messages([f"We talked about {name} today.", "Nice."], prefix=name)
+        )
+        others += deps.store.topics.save(USER, [(name, [row["id"] for row in more])])
+    picks = [
+        SelectedTopic(id=topic["id"], reason="r", excerpt=None, score=1.0 - index / 10)
+        for index, topic in enumerate([*others, shed])
+    ]
+    update = await make_offline_answer(deps)(
         ResponseState(
-            text="Postgres",
-            query="Postgres",
-            selected_topics=[SelectedTopic(id=topic_id, reason="r", excerpt=None, score=1.0)],
+            text="What pressure should the boiler keep?",
+            query="boiler pressure",
+            selected_topics=picks,
+            message_hits=[[rows[20]["id"]]],
         ),
         runtime(),
     )
-    quotes = [line for line in update["answer"].splitlines() if line.startswith("> ")]
-    assert 1 <= len(quotes) <= 3
+    answer = update["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("> ")]
+    assert "boiler pressure must stay at 1.5 bar" in answer
+    assert "check the boiler gauge" in answer  # the reply right after the hit
+    assert "Line 0 about" not in answer  # not the topic's opening lines
+    assert sum(len(line.split("): ", 1)[1]) for line in quotes) <= QUOTE_BUDGET_CHARS
+    used = update["context_used"]["topics"]
+    assert used[0]["id"] == shed["id"] and used[0]["cut"] is True
+    assert answer.index("Garden shed") < answer.index("chess")
 
 
 # -- finalize -----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from core.state import RerankInput, ResponseState
 from graphs.reranker import build_reranker_graph
 from graphs.response import build_retrieval_graph
 from nodes.response.enrich import make_enrich, raw_query
+from nodes.response.offline_answer import MAX_QUOTED_TOPICS
 from nodes.response.reranker import make_rerank
 from nodes.response.search import make_search
 from stores.embedders import Embedder
@@ -204,7 +205,10 @@ async def test_run_turn_without_llm_answers_from_the_recalled_topics(
         "sources",
     ]
     assert (result["answered_by"], result["partial"]) == ("memory", False)
-    assert [t["id"] for t in result["sources"]["topics"]] == [t["id"] for t in result["topics"]]
+    # Its sources are the topics it quotes (the best-ranked messages' topics, best first).
+    quoted = result["sources"]["topics"]
+    assert 0 < len(quoted) <= MAX_QUOTED_TOPICS
+    assert all(" ".join(t["summary"].split())[:40] in result["answer"] for t in quoted)
     assert result["fallback"] == "no_model"
     assert result["llm_calls"] == 0
     assert 0 < len(result["topics"]) <= TOP
