@@ -49,6 +49,11 @@ class Retrieval:
     prompt_tokens: int = 0
     info: dict[str, Any] = field(default_factory=dict)
     """Method-specific facts about this answer (e.g. which fallback the reranker took)."""
+    quoted: list[str] | None = None
+    """The messages the method's answer without a model quotes (Topica's memory-only
+    answer); None: the method has no such answer."""
+    untimed_ms: float = 0.0
+    """What `retrieve` spent on more than retrieval (the quotes), left out of its latency."""
 
 
 class Method(Protocol):

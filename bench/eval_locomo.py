@@ -74,6 +74,8 @@ class Answer:
     latency_ms: float
     llm_calls: int
     prompt_tokens: int
+    recall_all_quoted: float | None = None
+    """Every evidence turn among the quotes of the method's answer without a model."""
 
 
 @dataclass
@@ -155,6 +157,9 @@ def score(
         latency_ms=latency_ms,
         llm_calls=retrieval.llm_calls,
         prompt_tokens=retrieval.prompt_tokens,
+        recall_all_quoted=(
+            recall_all(retrieval.quoted, evidence) if retrieval.quoted is not None else None
+        ),
     )
 
 
@@ -191,6 +196,11 @@ def summarise(answers: Sequence[Answer], ks: Sequence[int], budget: int) -> dict
             "recall_all_by_budget": {
                 str(b): mean([a.recall_all_by_budget[b] for a in answers]) for b in budgets
             },
+            "recall_all_quoted": (
+                mean([a.recall_all_quoted for a in answers])
+                if answers[0].recall_all_quoted is not None
+                else None
+            ),
             "recall_all_at_budget_by_category": {
                 str(category): mean(
                     [a.recall_all_by_budget[budget] for a in answers if a.category == category]
@@ -310,7 +320,7 @@ async def answer_question(
     for method in methods:
         started = time.perf_counter()
         retrieval = await method.retrieve(corpus, question.question)
-        latency_ms = (time.perf_counter() - started) * 1000
+        latency_ms = (time.perf_counter() - started) * 1000 - retrieval.untimed_ms
         if method.uses_embedder:
             latency_ms += embed_ms
         fallback = retrieval.info.get("rerank_fallback")
@@ -333,7 +343,7 @@ async def answer_question(
 
 
 def default_methods() -> list[Method]:
-    return [Topica(), Topica("topica_topics", excerpts=False), *baselines()]
+    return [Topica(quotes=True), Topica("topica_topics", excerpts=False), *baselines()]
 
 
 async def eval_locomo(

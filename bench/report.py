@@ -128,6 +128,7 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
         category_table(result),
         "",
+        *quoted_section(result),
         "## Per conversation",
         "",
     ]
@@ -175,6 +176,31 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def quoted_section(result: dict[str, Any]) -> list[str]:
+    """The memory-only answer's quotes (methods that have one), per conversation."""
+    parts: list[str] = []
+    for name, overall in result["methods"].items():
+        if overall.get("recall_all_quoted") is None:
+            continue
+        rows = [
+            [sample_id, str(m["questions"]), fraction(m["recall_all_quoted"])]
+            for sample_id, conversation in result["conversations"].items()
+            if (m := conversation["methods"].get(name))
+        ]
+        rows.append(["**all**", str(overall["questions"]), fraction(overall["recall_all_quoted"])])
+        parts += [
+            f"## {label(name)}: the memory-only answer",
+            "",
+            "What the answer without a responder model quotes "
+            "(`nodes/response/offline_answer.py`): the share of questions whose every evidence "
+            "turn is quoted.",
+            "",
+            markdown_table(["conversation", "questions", "evidence quoted"], rows),
+            "",
+        ]
+    return parts
 
 
 def cross_validation_rows(view: dict[str, Any]) -> list[list[str]]:

@@ -22,6 +22,7 @@ short one the response graph shows it with too (`excerpt_header`: id, date).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
@@ -37,6 +38,7 @@ from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
+from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import fill_candidates
 from nodes.response.search import search_queries
 from nodes.response.topic_content import excerpt_header, topic_header
@@ -79,9 +81,12 @@ class Topica:
         excerpts: bool = True,
         context_overrides: Mapping[str, object] | None = None,
         shared_states: dict[str, ResponseState] | None = None,
+        quotes: bool = False,
     ) -> None:
         self.name = name
         self.excerpts = excerpts
+        self.quotes = quotes
+        """Also report what the memory-only answer would quote (`Retrieval.quoted`)."""
         self.context_overrides = dict(context_overrides or {})
         self.shared_states = shared_states
         """Graph states by question, shared by variants that differ only in how the
@@ -174,9 +179,20 @@ class Topica:
                 for topic_id, message_id in order
                 if message_id in corpus.external_of
             ]
+        quoted, untimed_ms = None, 0.0
+        if self.quotes:
+            started = time.perf_counter()
+            queries = search_queries(question, state.get("query"))
+            topics = await asyncio.to_thread(
+                recall_topics, corpus.deps, self._context, state, queries
+            )
+            quoted = corpus.externals([m["id"] for topic in topics for m in topic.quotes])
+            untimed_ms = (time.perf_counter() - started) * 1000
         return Retrieval(
             [self._units[i] for i in ranked],
             fill=fill,
+            quoted=quoted,
+            untimed_ms=untimed_ms,
             selected=len(state.get("selected_topics") or []),
             llm_calls=usage.calls,
             prompt_tokens=usage.prompt_tokens,

@@ -20,7 +20,7 @@ from bench.corpus import Corpus
 from bench.eval_locomo import default_methods, eval_locomo
 from bench.locomo import Conversation, load_conversations
 from bench.metrics import Unit
-from bench.report import markdown_report
+from bench.report import fraction, markdown_report
 from bench.topica import Topica
 from core.text import transcript
 from tests.support.bench import tokens_by_hand
@@ -207,7 +207,19 @@ async def test_the_full_run_reports_every_method_and_writes_the_outputs(
     for name in ("report.md", "results.json", "recall_by_budget.png", "latency.png"):
         assert (out / name).stat().st_size > 0
     assert json.loads((out / "results.json").read_text())["budget"] == 2000
-    assert "| Topica |" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "| Topica |" in report
+    # The memory-only answer's quotes: Topica's alone. Eight short messages are well
+    # within the quotes' budget, so it quotes every message of the topics it recalled,
+    # as the 2,000-token fill holds them all.
+    topica = result["methods"]["topica"]
+    assert topica["recall_all_quoted"] == topica["recall_all_at_budget"] > 0
+    assert {n for n, m in result["methods"].items() if m["recall_all_quoted"] is not None} == {
+        "topica"
+    }
+    assert "## Topica: the memory-only answer" in report
+    quoted = fraction(topica["recall_all_quoted"])
+    assert f"| conv-t | 3 | {quoted} |" in report and f"| **all** | 3 | {quoted} |" in report
 
 
 async def test_unknown_conversations_are_refused(
