@@ -130,11 +130,14 @@ def topics_section(
     topic_ids = [topic["id"] for topic in recalled]
     given = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
     excerpts = given
-    content = (
-        render_topics_content(store, user_id, topic_ids, excerpts=excerpts)
-        if not more or may_fit_whole(store, user_id, topic_ids, max_chars)
-        else None
-    )
+    fits = True
+    if more:
+        # The user's own topics alone (a state edited in Studio may name anyone's), and
+        # rendering them whole only when their stored sizes say they may fit.
+        sizes = {t["id"]: t["size_chars"] for t in store.topics.by_ids(user_id, topic_ids)}
+        topic_ids = [topic_id for topic_id in topic_ids if topic_id in sizes]
+        fits = sum(sizes.values()) <= max_chars
+    content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts) if fits else None
     if content is None or len(content) > max_chars:
         topic_ids, excerpts = relevant_excerpts(
             store,
@@ -172,14 +175,6 @@ def reason_lines(selected: Sequence[SelectedTopic]) -> str:
         if len(ids) == 1
         else f"- Topics {', '.join(map(str, ids))}: {reason}"
         for reason, ids in by_reason.items()
-    )
-
-
-def may_fit_whole(store: Store, user_id: int, topic_ids: Sequence[int], max_chars: int) -> bool:
-    """Whether the topics' stored sizes leave rendering them whole worth a try: many
-    candidates rarely fit, and rendering them all only to cut them is wasted reads."""
-    return (
-        sum(topic["size_chars"] for topic in store.topics.by_ids(user_id, topic_ids)) <= max_chars
     )
 
 

@@ -18,6 +18,7 @@ from core.deps import Deps
 from core.records import NewMessage
 from core.state import ResponseState, SelectedTopic, TopicCandidate
 from nodes.response.assemble import make_assemble, recalled_sections, topics_section
+from nodes.response.offline_answer import make_offline_answer
 from nodes.response.rerank_selection import fallback_selection
 from nodes.response.session_summary import make_extractive_summary, make_summarise
 from nodes.shared.budget import tokens
@@ -310,3 +311,33 @@ async def test_the_search_order_fills_the_room_its_selection_leaves(deps: Deps, 
     chosen = recalled_topics_layer(deps, {**state, "selected_by_search_order": False}, budget)
     assert "passport" not in chosen.text
     assert sixth not in {topic["id"] for topic in chosen.used}
+
+
+async def test_the_candidates_after_the_selection_are_the_users_own(deps: Deps):
+    candidates, answer_id = stored_topics(deps)
+    rows = deps.indexer.store_messages(
+        2, new_messages(["My vault code is 31-7-44.", "Noted."], prefix="other")
+    )
+    (foreign,) = deps.store.topics.save(2, [("vault", [row["id"] for row in rows])])
+    # A state edited by hand (Studio can resume a thread from any state) names it.
+    forged = TopicCandidate(**{**candidates[0], "id": foreign["id"], "summary": "vault"})
+    state = ResponseState(
+        text="When does my passport expire?",
+        candidates=[*candidates[:5], forged, *candidates[5:]],
+        selected_topics=fallback_selection(
+            candidates, [], "no_model", max_topics=5, max_people=0
+        ).topics,
+        rerank_fallback="no_model",
+        selected_by_search_order=True,
+        message_hits=[[answer_id, rows[0]["id"]]],
+    )
+
+    for budget in (250, 8000):
+        layer = recalled_topics_layer(deps, state, budget)
+        assert "31-7-44" not in layer.text
+        assert foreign["id"] not in {topic["id"] for topic in layer.used}
+        assert "passport expires" in layer.text
+    # Nor does the memory-only answer, which quotes from the same topics.
+    update = await make_offline_answer(deps)(state, runtime())
+    assert "31-7-44" not in update["answer"] and "passport expires" in update["answer"]
+    assert foreign["id"] not in {topic["id"] for topic in update["context_used"]["topics"]}
