@@ -39,7 +39,7 @@ from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
 from nodes.response.offline_answer import recall_topics
-from nodes.response.rerank_selection import fill_candidates
+from nodes.response.rerank_selection import shown_topics
 from nodes.response.search import search_queries
 from nodes.response.topic_content import excerpt_header, topic_header
 
@@ -54,8 +54,7 @@ def ranked_topic_ids(state: ResponseState) -> list[int]:
 def shown_topic_ids(state: ResponseState) -> list[int]:
     """The topics whose messages the response graph's context fills its budget with: the
     selection, then the other candidates when the search order made it (`fill_candidates`)."""
-    selected = state.get("selected_topics") or []
-    return list(dict.fromkeys(topic["id"] for topic in [*selected, *fill_candidates(state)]))
+    return list(dict.fromkeys(topic["id"] for topic in shown_topics(state)))
 
 
 def turn_time(corpus: Corpus) -> str:

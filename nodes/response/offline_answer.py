@@ -44,7 +44,7 @@ from core.state import (
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import rank_members
-from nodes.response.rerank_selection import fill_candidates
+from nodes.response.rerank_selection import shown_topics
 from nodes.response.search import search_queries
 from nodes.response.topic_content import topic_date
 from nodes.shared.documents import with_documents
@@ -119,17 +119,13 @@ def quote(message: MessageRow, wording: Wording) -> str:
 
 @dataclass(frozen=True)
 class RecalledTopic:
-    id: int
+    pick: SelectedTopic
+    """How the context recalled it: its reason and score."""
     date: str
     summary: str
     quotes: list[MessageRow]
     whole: bool
     """Every message of the topic is quoted."""
-
-
-def recalled_picks(state: ResponseState) -> list[SelectedTopic]:
-    """The topics the context recalled: the selection, then `fill_candidates`."""
-    return [*(state.get("selected_topics") or []), *fill_candidates(state)]
 
 
 def recall_topics(
@@ -138,7 +134,8 @@ def recall_topics(
     """The recalled topics whose messages the context's ranking puts first, best first,
     each with those of its messages that fit the quotes' budget, in conversation order."""
     user_id = context.user_id
-    topics = deps.store.topics.by_ids(user_id, [pick["id"] for pick in recalled_picks(state)])
+    picks = {pick["id"]: pick for pick in shown_topics(state)}
+    topics = deps.store.topics.by_ids(user_id, list(picks))
     query_vectors = [deps.embedder.encode_query(query) for query in queries]
     pick_passage = partial(closest_passage, deps, user_id, query_vectors=query_vectors)
     # A topic archived before kinds existed may hold a memory-only answer: never quoted.
@@ -173,7 +170,7 @@ def recall_topics(
     messages_of = dict(members)
     return [
         RecalledTopic(
-            topic_id,
+            picks[topic_id],
             topic_date(by_id[topic_id]),
             by_id[topic_id]["summary"],
             [m for m in messages_of[topic_id] if m["id"] in ids],
@@ -254,14 +251,11 @@ def seq(message: MessageRow) -> int:
     return message["seq"]
 
 
-def quoted_topics(
-    topics: Sequence[RecalledTopic], picks: Sequence[SelectedTopic]
-) -> list[UsedTopic]:
+def quoted_topics(topics: Sequence[RecalledTopic]) -> list[UsedTopic]:
     """The topics the memory-only answer quotes, as its sources: the context the answer
     never read may hold more of them (the candidates after a selection the search order
     made), and listing those would name sources it did not use."""
-    by_id = {pick["id"]: pick for pick in picks}
-    return [UsedTopic(**by_id[topic.id], cut=not topic.whole) for topic in topics]
+    return [UsedTopic(**topic.pick, cut=not topic.whole) for topic in topics]
 
 
 def compose(
@@ -281,7 +275,7 @@ def compose(
         state["text"],
         segment,
         exclude_ids={i for i in current if i is not None},
-        exclude_topic_ids={topic.id for topic in topics},
+        exclude_topic_ids={topic.pick["id"] for topic in topics},
         on_screen={message["id"] for message in newest},
     )
     selected_people: Sequence[SelectedPerson] = state.get("selected_people") or []
@@ -291,7 +285,7 @@ def compose(
     ]
     facts = state.get("fact_candidates") or []
     answer = memory_answer(language_of(state["text"]), topics, conversation, people, facts)
-    return answer, quoted_topics(topics, recalled_picks(state))
+    return answer, quoted_topics(topics)
 
 
 def make_offline_answer(deps: Deps):

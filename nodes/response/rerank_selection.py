@@ -288,3 +288,8 @@ def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
         for candidate in state.get("candidates") or []
         if candidate["id"] not in selected
     ]
+
+
+def shown_topics(state: Mapping[str, Any]) -> list[SelectedTopic]:
+    """The topics the context recalls, best first: the selection, then `fill_candidates`."""
+    return [*(state.get("selected_topics") or []), *fill_candidates(state)]
