@@ -70,9 +70,29 @@ def user_words(user_id: int, text: str | None) -> str:
     return " ".join(tag + word for word in _WORD.findall((text or "").lower()))
 
 
+def user_phrases(user_id: int, text: str) -> list[str]:
+    """FTS5 prefix phrases for `text`'s stems over `user_id`'s words alone, in order."""
+    tag = user_tag(user_id)
+    return [f'"{tag}{stem}"*' for stem in query_stems(text)]
+
+
 def user_match_expression(user_id: int, text: str) -> str | None:
     """An FTS5 MATCH expression for `text` over `user_id`'s words alone, or None when it
     has no content words."""
-    tag = user_tag(user_id)
-    stems = query_stems(text)
-    return " OR ".join(f'"{tag}{stem}"*' for stem in stems) if stems else None
+    return any_of(user_phrases(user_id, text)) or None
+
+
+def any_of(phrases: list[str]) -> str:
+    """An FTS5 expression matching a row that holds any of `phrases`."""
+    return " OR ".join(phrases)
+
+
+COMMON_MATCHES = 2_000
+"""A query term that matches at least this many of the user's rows is common: it adds
+to the score of a row that also holds one of the query's rarer terms, and a row holding
+common terms alone ranks only when the rarer terms match fewer rows than were asked for
+(Lucene's CommonTermsQuery, Elasticsearch's `cutoff_frequency`). Every row that holds
+a rarer term keeps its whole BM25 score, common terms included. FTS5 scores every row
+that matches any term, about a microsecond a row, and has no early stop; below this
+many, ranking every match costs under 2 ms. Not a relevance setting: it is never
+reached by a conversation of fewer rows."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from core.errors import StoreError
 from stores.fulltext import user_match_expression, user_words
+from stores.relational.fts5_ranking import rank_plan
 from stores.relational.rows import placeholders, stored_ids
 from stores.relational.schema import MIGRATIONS
 
@@ -261,32 +262,54 @@ class SqliteDatabase(Database):
         joined first, 3.7 ms ranked first). Should the check drop so many that fewer than
         `limit` are left, the index gives a page four times as long, until it has no
         more. A `narrow` filter (one segment of a long history) would drop most of any
-        page, so there the rows are checked before they are ranked, as they all were."""
-        expression = user_match_expression(user_id, text)
-        if expression is None:
-            return []
+        page, so there the rows are checked before they are ranked, as they all were.
+
+        A term that matches `COMMON_MATCHES` of the user's rows or more scores only the
+        rows that also hold a rarer term of the query (`rank_plan`), unless those are
+        fewer than the page; a `narrow` search ranks every match."""
         index = f"{table}_fts"
         if narrow:
+            expression = user_match_expression(user_id, text)
+            if expression is None:
+                return []
             sql = (
                 f"SELECT r.id, -bm25({index}) AS score FROM {index} "
                 f"JOIN {table} r ON r.id = {index}.rowid "
-                f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC LIMIT ?"
+                f"WHERE {index} MATCH ? AND r.user_id = ? {where} ORDER BY score DESC, r.id LIMIT ?"
             )
             rows = self._read(sql, (expression, user_id, *params, limit))
             return [(row[0], row[1]) for row in rows]
-        sql = (
-            "SELECT f.id, f.score, r.id IS NOT NULL AND r.user_id = ? "
-            f"{where} FROM (SELECT rowid AS id, -bm25({index}) AS score FROM {index} "
-            f"WHERE {index} MATCH ? ORDER BY score DESC LIMIT ?) f "
-            f"LEFT JOIN {table} r ON r.id = f.id ORDER BY f.score DESC"
-        )
+        ranking = rank_plan(self._read, index, user_id, text)
+        if ranking is None:
+            return []
         page = max(limit, RANKED_PAGE)
         while True:
-            ranked = self._read(sql, (user_id, *params, expression, page))
-            kept = [(row[0], row[1]) for row in ranked if row[2]]
+            ranked = ranking.best(self._read, page)
+            kept = self._kept(table, user_id, ranked, where, params)
             if len(kept) >= limit or len(ranked) < page:
                 return kept[:limit]
             page *= 4
+
+    def _kept(
+        self,
+        table: str,
+        user_id: int,
+        ranked: list[tuple[int, float]],
+        where: str,
+        params: Sequence[Any],
+    ) -> list[tuple[int, float]]:
+        """Those of the index's `ranked` rows that `table` stores as the user's and that
+        pass `where`, in the same order."""
+        if not ranked:
+            return []
+        ids = [row_id for row_id, _ in ranked]
+        rows = self._read(
+            f"SELECT r.id FROM {table} r WHERE r.id IN ({placeholders(ids)}) "
+            f"AND +r.user_id = ? {where}",
+            (*ids, user_id, *params),
+        )
+        kept = {row[0] for row in rows}
+        return [(row_id, score) for row_id, score in ranked if row_id in kept]
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """A query on this thread's reader (`_reader`), or on the shared connection."""

@@ -27,8 +27,8 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
 from core.errors import StoreError
-from stores.fulltext import query_stems
-from stores.relational.database import Database
+from stores.fulltext import COMMON_MATCHES, query_stems
+from stores.relational.database import RANKED_PAGE, Database
 from stores.relational.postgres_schema import MIGRATIONS, SET_UP
 
 MIGRATION_LOCK = 0x70_71_CA_00
@@ -204,7 +204,9 @@ class PostgresDatabase(Database):
         prefix: document frequencies, count and mean length among the user's rows, term
         frequencies from each matching row's `tsvector` positions. The statistics are the
         user's own, never other users'. Rows are filtered before they are ranked, `narrow`
-        or not."""
+        or not. Common terms (`COMMON_MATCHES`) count as in the SQLite engine: unless
+        `narrow`, a row holding only common terms is left out when the rows holding a
+        rarer term fill a page (`RANKED_PAGE`, or `limit` if larger)."""
         stems = query_stems(text)
         if not stems:
             return []
@@ -232,10 +234,16 @@ class PostgresDatabase(Database):
             (list(stems), user_id, query, *params),
         )
         scores: dict[int, float] = {}
+        common = {n + 1 for n, count in enumerate(stats[2:]) if count >= COMMON_MATCHES}
+        rare_rows: set[int] = set()
         for record_id, length, position, frequency in matches:
             norm = BM25_K1 * (1 - BM25_B + BM25_B * length / mean_length)
             score = idf[position - 1] * frequency * (BM25_K1 + 1) / (frequency + norm)
             scores[record_id] = scores.get(record_id, 0.0) + score
+            if position not in common:
+                rare_rows.add(record_id)
+        if common and not narrow and len(rare_rows) >= max(limit, RANKED_PAGE):
+            scores = {record_id: scores[record_id] for record_id in rare_rows}
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return best[:limit]
 
