@@ -110,6 +110,7 @@ class Topica:
         self.config = {
             "fill": "relevant messages" if self.excerpts else "whole topics",
             "message_hits_count": context.message_hits_count,
+            "excerpt_vector_depth": context.excerpt_vector_depth,
             "topics_threshold": context.topics_threshold,
             "retrieved_topics_count": context.retrieved_topics_count,
             "rrf_k": context.rrf_k,

@@ -169,6 +169,12 @@ class ResponseContext(FromSettings):
     excerpt_named_speakers: bool = True
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""
+    excerpt_vector_depth: int = 200
+    """How deep the turn's message vector list runs for ranking the recalled topics'
+    messages (`nodes.response.excerpts`) and the candidates by their best one
+    (`nodes.response.topic_order`); the fusion reads only its first `message_hits_count`.
+    200 is about what the default 8,000-token topics layer holds (LoCoMo's messages run
+    38 tokens each), so every message the context can show has a rank of its own."""
 
     # Context assembly (seeds 002-004): the session window and one token budget per layer.
     sliding_window_messages: int = 20

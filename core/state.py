@@ -111,7 +111,10 @@ class TopicCandidate(TypedDict):
     message_count: int
     size_chars: int
     score: float
-    """Fused (RRF) score; candidates are ordered by it, best first."""
+    """The score of the topic's best message (`nodes.response.topic_order`); candidates
+    are ordered by it, best first."""
+    fused_score: float
+    """The topic's own fused (RRF) score: the search keeps the best candidates by it."""
     vector_score: float | None
     """Cosine similarity to the query, when the vector search found it."""
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from core.context import ResponseContext
 from core.ports import Store
@@ -86,6 +87,39 @@ def rank_topic_messages(
     k: int,
     *,
     lead: int = LEAD_HITS,
+    unnamed: Collection[int] = frozenset(),
+    **scoring: Any,
+) -> list[tuple[int, int]]:
+    """(topic id, message id) for every message of `topics`, most relevant first.
+
+    `topics` are (topic id, its message ids in conversation order), best topic first;
+    `hit_lists` are ranked message-id lists (full-text hits per query); `scoring` are
+    `message_scores`' other weights and lists (the vector hits, the dated messages). The
+    first `lead` are the topics' best full-text hits (by rank, then list order); the rest
+    go by fused score (`message_scores`), ties by topic rank, then conversation order. A
+    hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
+    never leads; nor does a dated message or a vector hit.
+    """
+    score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
+    best_hits = sorted(
+        (rank, index, message_id)
+        for index, hits in enumerate(hit_lists)
+        for rank, message_id in enumerate(hits)
+        if message_id in place and message_id not in unnamed
+    )
+    leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
+    rest = sorted(
+        set(place) - set(leading), key=lambda message_id: (-score[message_id], place[message_id])
+    )
+    ranked = leading + rest
+    return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
+
+
+def message_scores(
+    topics: Sequence[tuple[int, Sequence[int]]],
+    hit_lists: Sequence[Sequence[int]],
+    k: int,
+    *,
     vector_lists: Sequence[Sequence[int]] = (),
     vector_weight: float = VECTOR_WEIGHT,
     neighbour_hits: int = NEIGHBOUR_HITS,
@@ -93,18 +127,15 @@ def rank_topic_messages(
     neighbour_reach: int = NEIGHBOUR_REACH,
     unnamed: Collection[int] = frozenset(),
     dated: Sequence[int] = (),
-) -> list[tuple[int, int]]:
-    """(topic id, message id) for every message of `topics`, most relevant first.
+) -> tuple[dict[int, float], dict[int, tuple[int, int]]]:
+    """The fused score of every message of `topics`, and its place: (index of its topic
+    in `topics`, its index in the topic).
 
     `topics` are (topic id, its message ids in conversation order), best topic first;
     `hit_lists` are ranked message-id lists (full-text hits per query), `vector_lists`
-    the vector hits, voting at `vector_weight`; ids outside the topics are ignored. The
-    first `lead` are the topics' best full-text hits (by rank, then list order); the rest
-    go by fused score, ties by topic rank, then conversation order. A hit among
-    `unnamed` (`unnamed_authors`) only lends its neighbours their share, and never leads.
-    `dated` (the messages written when the question says) votes as a full-text list
-    does, and never leads.
-    """
+    the vector hits, voting at `vector_weight`; ids outside the topics are ignored. A hit
+    among `unnamed` only lends its neighbours their share. `dated` (the messages written
+    when the question says) votes as a full-text list does."""
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
     for topic_rank, (_, message_ids) in enumerate(topics, start=1):
@@ -129,18 +160,7 @@ def rank_topic_messages(
                 for neighbour in (index - distance, index + distance):
                     if 0 <= neighbour < len(members):
                         score[members[neighbour]] += share
-    best_hits = sorted(
-        (rank, index, message_id)
-        for index, hits in enumerate(hit_lists)
-        for rank, message_id in enumerate(hits)
-        if message_id in place and message_id not in unnamed
-    )
-    leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
-    rest = sorted(
-        set(place) - set(leading), key=lambda message_id: (-score[message_id], place[message_id])
-    )
-    ranked = leading + rest
-    return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
+    return dict(score), place
 
 
 def ranking_weights(context: ResponseContext | None) -> dict[str, float]:

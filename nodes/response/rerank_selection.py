@@ -248,7 +248,7 @@ def fallback_selection(
 ) -> Selection:
     """The first topics the model asked to load, in the order asked (seed: it puts the
     most relevant first); when it asked for none of the candidates (or for nothing), the
-    top candidates in search order (they arrive sorted by fused score)."""
+    top candidates in search order (they arrive best first: `nodes.response.topic_order`)."""
     topics_by_id = {candidate["id"]: candidate for candidate in candidates}
     unique_ids = list(dict.fromkeys(requested_ids))
     known = [topic_id for topic_id in unique_ids if topic_id in topics_by_id]

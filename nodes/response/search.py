@@ -14,6 +14,13 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
   (`nodes.response.dates.dated_messages`), voting for their topics as one more message
   list.
 
+The best `retrieved_topics_count` topics by fused score are then ordered by their best
+message (`nodes.response.topic_order`): the order the reranker reads them in, and the
+one its fallback takes the first of. Each message is judged there (and in the context's
+excerpts) with a vector list `excerpt_vector_depth` deep, where the fusion reads only its
+first `message_hits_count`: a message far down it is evidence of the message, not a
+vote for its topic.
+
 Why message vectors: with the local USE embedder a short question rarely reaches 0.60
 against a whole topic's vector (on the example session no question does), while the one
 message that holds the answer ranks near the top of the message list. Facts and people
@@ -23,7 +30,6 @@ are candidates by vector similarity alone.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Container, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,12 +39,9 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.errors import VectorStoreUnavailable
 from core.metrics import SEARCH_RESULTS
-from core.ports import VectorIndex, VectorKind
-from core.records import MessageRow
+from core.ports import VectorKind
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
-from core.tracing import user_key
 from nodes.response.dates import dated_messages
 from nodes.response.fusion import rrf_scores, topic_votes
 from nodes.response.relevance import (
@@ -54,73 +57,8 @@ from nodes.response.relevance import (
 )
 from nodes.response.speakers import message_search
 from nodes.response.topic_content import topic_date
-
-log = logging.getLogger(__name__)
-
-
-class VectorReads:
-    """One turn's reads of the vector index, degrading to nothing when it is down.
-
-    After the first failure every read answers empty at once (no second wait on a dead
-    server); `unavailable` holds the error, so the caller can say the turn went on with
-    full-text search alone."""
-
-    def __init__(self, vectors: VectorIndex, user_id: int) -> None:
-        self._vectors = vectors
-        self._user_id = user_id
-        self.unavailable: str | None = None
-
-    def _failed(self, error: VectorStoreUnavailable) -> None:
-        if self.unavailable is None:
-            log.warning(
-                "user %s: vectors unavailable, full-text search only: %s",
-                user_key(self._user_id),
-                error,
-            )
-        self.unavailable = str(error)
-
-    def query(
-        self,
-        kind: VectorKind,
-        vector: Any,
-        limit: int,
-        where: dict[str, Any] | None = None,
-    ) -> list[tuple[int, float]]:
-        if self.unavailable is not None:
-            return []
-        try:
-            return self._vectors.query(kind, self._user_id, vector, limit, where=where)
-        except VectorStoreUnavailable as error:
-            self._failed(error)
-            return []
-
-    def nearest(
-        self, kind: VectorKind, vectors: Sequence[Any], limit: int
-    ) -> list[list[tuple[int, float]]]:
-        """`VectorIndex.nearest` for this user, or no hits per query once the index is down."""
-        if self.unavailable is None:
-            try:
-                return self._vectors.nearest(kind, self._user_id, vectors, limit)
-            except VectorStoreUnavailable as error:
-                self._failed(error)
-        return [[] for _ in vectors]
-
-    def message_vectors(self, embedder: Any, messages: Sequence[MessageRow]) -> dict[int, Any]:
-        """The messages' vectors from the index; any the index cannot give (down, or not
-        indexed yet) are embedded here."""
-        found: dict[int, Any] = {}
-        if self.unavailable is None and messages:
-            try:
-                found = self._vectors.vectors(
-                    "messages", self._user_id, [m["id"] for m in messages]
-                )
-            except VectorStoreUnavailable as error:
-                self._failed(error)
-        missing = [m for m in messages if m["id"] not in found]
-        if missing:
-            encoded = embedder.encode([m["content"] for m in missing])
-            found.update({m["id"]: encoded[n] for n, m in enumerate(missing)})
-        return found
+from nodes.response.topic_order import best_message_order
+from nodes.response.vector_reads import VectorReads
 
 
 def search_queries(text: str, enriched: str | None) -> list[str]:
@@ -144,7 +82,7 @@ _pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS, thread_name_prefix="topic
 def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
     return {
         "topics": context.retrieved_topics_count,
-        "messages": context.message_hits_count,
+        "messages": max(context.message_hits_count, context.excerpt_vector_depth),
         "facts": context.fact_candidates_count,
         "people": context.people_candidates_count,
         "passages": context.message_hits_count,
@@ -156,7 +94,8 @@ class Hits:
     """What one search found, per query (in the order of `queries`)."""
 
     vectors: dict[VectorKind, list[list[tuple[int, float]]]]
-    """Nearest records of each kind searched: (id, cosine), best first."""
+    """Nearest records of each kind searched: (id, cosine), best first. The messages run
+    `excerpt_vector_depth` deep; the fusion reads the first `message_hits_count`."""
     topic_scored: list[list[tuple[int, float]]]
     """BM25 over topic summaries: (topic id, score), best first."""
     message_scored: list[list[tuple[int, float]]]
@@ -272,7 +211,7 @@ def find_hits(
 def topic_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[TopicCandidate]:
-    """The user's topics by fused score, best first, at most `retrieved_topics_count`."""
+    """The user's topic candidates, best first, at most `retrieved_topics_count` (`fuse_topics`)."""
     return topic_search(deps, context, queries)[0]
 
 
@@ -282,7 +221,8 @@ def topic_search(
     queries: Sequence[str],
     reads: VectorReads | None = None,
 ) -> tuple[list[TopicCandidate], list[list[int]], list[list[int]]]:
-    """The user's topics by fused score, and each query's full-text and vector message hits."""
+    """The user's topic candidates (`fuse_topics`), and each query's full-text and vector
+    message hits."""
     hits = find_hits(deps, context, queries, TOPIC_KINDS, reads)
     candidates = fuse_topics(deps, context, hits)
     if not candidates:
@@ -348,13 +288,15 @@ def message_vector_ids(hits: Hits) -> list[list[int]]:
 
 
 def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicCandidate]:
-    """The user's topics by fused score, best first, at most `retrieved_topics_count`; none
-    when the search is not `relevant` (the relevance floor).
+    """The user's best `retrieved_topics_count` topics by fused score, in the order of
+    their best message (`nodes.response.topic_order`); none when the search is not
+    `relevant` (the relevance floor).
 
     The threshold decides whether a topic vector hit enters the fusion; `vector_score`
     reports the topic's best cosine among the nearest topics either way (ties broken by it).
-    The message hits (ids, best first, per query) are what `nodes.excerpts` ranks the
-    recalled topics' messages with. Ids from the vector index count only once the user's
+    The message hits (ids, best first, per query; the vector lists deeper than the
+    fusion reads them) are what `nodes.excerpts` ranks the recalled topics' messages with,
+    and the candidates' order too. Ids from the vector index count only once the user's
     own rows confirm them (`topics_of`, `topics.by_ids` filter by `user_id`).
     """
     store, user_id = deps.store, context.user_id
@@ -373,10 +315,11 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         threshold = context.topics_threshold
         ranked_lists.append([i for i, similarity in topic_hits if similarity >= threshold])
         ranked_lists.append(topic_text)
-        message_lists.append([i for i, _ in message_hits])
+        message_lists.append([i for i, _ in message_hits[: context.message_hits_count]])
         message_lists.append(message_text)
     message_of = passage_messages(deps, user_id, hits)
-    message_lists.extend(passage_lists(hits, message_of))
+    passages = passage_lists(hits, message_of)  # per query: vectors, then full text
+    message_lists.extend(passages)
     if hits.dated:
         message_lists.append(hits.dated)
     topic_of = store.messages.topics_of(user_id, sorted({i for ids in message_lists for i in ids}))
@@ -385,8 +328,18 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
     for message_ids in message_lists:
         ranked_lists.append(topic_votes([topic_of.get(i) for i in message_ids]))
     scores = rrf_scores(ranked_lists, context.rrf_k)
-    ranked = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
-    topics = store.topics.by_ids(user_id, ranked[: context.retrieved_topics_count])
+    fused = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
+    ranked = best_message_order(
+        store,
+        context,
+        fused[: context.retrieved_topics_count],
+        hit_lists=[*hits.message_text, *passages[1::2]],
+        vector_lists=[*message_vector_ids(hits), *passages[0::2]],
+        dated=hits.dated,
+        queries=hits.queries,
+    )
+    best = dict(ranked)
+    topics = store.topics.by_ids(user_id, list(best))
     return [
         TopicCandidate(
             id=topic["id"],
@@ -394,7 +347,8 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
             date=topic_date(topic),
             message_count=topic["message_count"],
             size_chars=topic["size_chars"],
-            score=scores[topic["id"]],
+            score=best[topic["id"]],
+            fused_score=scores[topic["id"]],
             vector_score=cosine.get(topic["id"]),
         )
         for topic in topics

@@ -229,17 +229,34 @@ class MessageRepository(Repository):
 
     def external_ids_by_topic(self, user_id: int, topic_ids: Sequence[int]) -> dict[int, list[str]]:
         """External ids of each topic's member messages, in order."""
-        result: dict[int, list[str]] = {topic_id: [] for topic_id in topic_ids}
+        members = self._by_topic(user_id, topic_ids, "external_id")
+        return {topic_id: [row[0] for row in rows] for topic_id, rows in members.items()}
+
+    def members_of(
+        self, user_id: int, topic_ids: Sequence[int]
+    ) -> dict[int, list[tuple[int, str | None]]]:
+        """(id, author) of each topic's member messages, in conversation order (in one
+        statement: a search orders its candidate topics by their best message)."""
+        members = self._by_topic(user_id, topic_ids, "id, author")
+        return {topic_id: [(row[0], row[1]) for row in rows] for topic_id, rows in members.items()}
+
+    def _by_topic(
+        self, user_id: int, topic_ids: Sequence[int], columns: str
+    ) -> dict[int, list[Any]]:
+        """`columns` of the user's messages in each of `topic_ids`, in conversation order; a
+        topic id that is not one of the user's topics has none."""
+        result: dict[int, list[Any]] = {topic_id: [] for topic_id in topic_ids}
         known = stored_ids(topic_ids)
         if not known:
             return result
         rows = self._db.rows(
-            f"SELECT topic_id, external_id FROM messages WHERE user_id = ? "
-            f"AND topic_id IN ({placeholders(known)}) ORDER BY seq",
+            f"SELECT topic_id, {columns} FROM messages WHERE user_id = ? "
+            f"AND topic_id IN ({placeholders(known)}) ORDER BY topic_id, seq",
             (user_id, *known),
-        )
+        )  # by topic first: `messages_topic` gives that order (by `seq` alone, SQLite
+        # would walk every message of the user in `seq` order)
         for row in rows:
-            result[row[0]].append(row[1])
+            result[row[0]].append(tuple(row)[1:])
         return result
 
     def recent(self, user_id: int, limit: int, segment: int | None = None) -> list[MessageRow]:

@@ -23,7 +23,7 @@ from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS as KINDS
 from core.settings import Settings
-from nodes.response.search import VectorReads
+from nodes.response.vector_reads import VectorReads
 from stores import vectors as vectors_module
 from stores.saved_sessions import read_session
 from stores.services import build_deps

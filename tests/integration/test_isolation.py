@@ -204,6 +204,7 @@ def topic_candidate(topic: TopicRow) -> TopicCandidate:
         message_count=topic["message_count"],
         size_chars=topic["size_chars"],
         score=0.99,
+        fused_score=0.99,
         vector_score=0.99,
     )
 

@@ -259,6 +259,7 @@ def stored_topics(deps: Deps) -> tuple[list[TopicCandidate], int]:
                 message_count=4,
                 size_chars=topic["size_chars"],
                 score=1.0 - index / 10,
+                fused_score=1.0 - index / 10,
                 vector_score=None,
             )
         )

@@ -70,6 +70,7 @@ def candidate(topic: TopicRow, score: float) -> TopicCandidate:
         message_count=topic["message_count"],
         size_chars=topic["size_chars"],
         score=score,
+        fused_score=score,
         vector_score=score,
     )
 

@@ -14,6 +14,7 @@ def candidate(topic_id: int) -> TopicCandidate:
         message_count=2,
         size_chars=100,
         score=1.0 / topic_id,
+        fused_score=1.0 / topic_id,
         vector_score=None,
     )
 

@@ -82,6 +82,7 @@ def plain_candidates(*sizes: int) -> list[TopicCandidate]:
             message_count=2,
             size_chars=size,
             score=1.0 - index / 10,
+            fused_score=1.0 - index / 10,
             vector_score=None,
         )
         for index, size in enumerate(sizes)
