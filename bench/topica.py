@@ -33,11 +33,16 @@ from bench.corpus import Corpus
 from bench.metrics import Unit
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
-from core.records import parse_timestamp
+from core.records import Member, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import left_out, rank_topic_messages, ranking_weights
+from nodes.response.excerpts import (
+    left_out,
+    rank_topic_messages,
+    ranking_weights,
+    replies_after,
+)
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
 from nodes.response.search import search_queries
@@ -172,6 +177,10 @@ class Topica:
                     self._context, search_queries(question, state.get("query")), authors
                 ),
                 dated=state.get("message_dated") or [],
+                replies=replies_after(
+                    [Member.of(corpus.rows[corpus.external_of[i]]) for i in authors],
+                    self._context,
+                ),
                 **ranking_weights(self._context),
             )
             fill = [

@@ -169,6 +169,11 @@ class ResponseContext(FromSettings):
     excerpt_named_speakers: bool = True
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""
+    chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
+    topic_max_gap_s: float = DEFAULTS.topic_max_gap.total_seconds()
+    """With `chunk_interval_s`, the pauses that end a sitting
+    (`nodes.shared.clock.ends_sitting`): a hit's share goes to the messages beside it in
+    the conversation up to such a pause, whatever their topic."""
     excerpt_vector_depth: int = 200
     """How deep the turn's message vector list runs for ranking the recalled topics'
     messages (`nodes.response.excerpts`) and the candidates by their best one
@@ -213,6 +218,8 @@ class ResponseContext(FromSettings):
             "rerank_max_topics": settings.reranker_max_topics,
             "rerank_max_tool_calls": settings.reranker_max_tool_calls,
             "rerank_timeout_s": settings.reranker_timeout_s,
+            "chunk_interval_s": settings.chunk_interval.total_seconds(),
+            "topic_max_gap_s": settings.topic_max_gap.total_seconds(),
         }
 
 

@@ -9,7 +9,7 @@ appear only as a hash (core/tracing.py).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal, NotRequired
+from typing import Any, Literal, NamedTuple, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -61,6 +61,25 @@ class MessageRow(TypedDict):
     topic_id: int | None
     segment: int
     kind: MessageKind
+
+
+class Member(NamedTuple):
+    """What ranking a topic's messages needs of one of them (`MessageRepository.members_of`)."""
+
+    id: int
+    author: str | None
+    role: Role
+    seq: int
+    ts: float
+
+    @property
+    def speaker(self) -> str:
+        """Who wrote it: its author, else its role."""
+        return self.author or self.role
+
+    @classmethod
+    def of(cls, row: MessageRow) -> Member:
+        return cls(row["id"], row["author"], row["role"], row["seq"], row["ts"])
 
 
 class TopicRow(TypedDict):

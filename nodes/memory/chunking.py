@@ -4,7 +4,8 @@ Seed 000's triggers: archiving starts when the conversation has been quiet for
 `chunk_interval`, or when `max_chunk_size` messages have piled up; a chunk is cut by size
 (`max_chunk_size` messages, `split_threshold_chars` characters), never by a pause, so one
 splitter call reads as many finished sittings as fit (issue 15: LLM calls per archived
-message). A *sitting* ends at a pause of `chunk_interval` or more, or over `topic_max_gap`:
+message). A *sitting* ends at a pause of `chunk_interval` or more, or over `topic_max_gap`
+(`nodes.shared.clock.ends_sitting`):
 what lies before it is finished and ready even while the conversation goes on, and a chunk
 that must be cut for size is cut at the last sitting's end inside it when there is one, so
 no sitting is read in two halves. Messages come in time order (`created_at`), not in the
@@ -35,13 +36,9 @@ from core.context import MemoryContext
 from core.deps import Deps
 from core.records import MessageRow
 from core.state import MemoryState
+from nodes.shared.clock import ends_sitting
 
 T = TypeVar("T", bound=Any)
-
-
-def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
-    """Whether a pause this long ends a sitting (what lies before it is finished)."""
-    return gap_s >= interval_s or gap_s > max_gap_s
 
 
 def sittings(

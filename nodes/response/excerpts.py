@@ -17,7 +17,11 @@ ones are kept (shown per topic, in conversation order):
   up to `NEIGHBOUR_REACH` places. In a dialogue the message that matches the question's
   words is often the question, and the answer is the reply next to it; or the hit names
   the thing ("I loved *Becoming Nicole*") and what the question asks comes a few lines
-  later, once the other speaker has asked about it ("It taught me self-acceptance").
+  later, once the other speaker has asked about it ("It taught me self-acceptance");
+- across a topic's bound, the same share of such a hit for its replies: what another
+  speaker wrote after it, within the same reach, while the conversation runs on without
+  a pause that ends a sitting (`replies_after`). The splitter's bounds can fall between
+  a question and its answer; the answer is the next speaker's, and never comes before.
 
 The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
 a few exact matches are worth more than context around them.
@@ -46,15 +50,16 @@ message raised every category at 2000 tokens; see README "Evaluation".
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from core.context import ResponseContext
 from core.ports import Store
-from core.records import MessageRow
+from core.records import Member, MessageRow
 from core.text import transcript
 from nodes.response.speakers import unnamed_authors
 from nodes.response.topic_content import excerpt_header, topic_header
+from nodes.shared.clock import ends_sitting
 
 NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
 """Hits at or above this rank in a message list lend their neighbours a share."""
@@ -127,6 +132,7 @@ def message_scores(
     neighbour_reach: int = NEIGHBOUR_REACH,
     unnamed: Collection[int] = frozenset(),
     dated: Sequence[int] = (),
+    replies: Mapping[int, Sequence[tuple[int, int]]] | None = None,
 ) -> tuple[dict[int, float], dict[int, tuple[int, int]]]:
     """The fused score of every message of `topics`, and its place: (index of its topic
     in `topics`, its index in the topic).
@@ -135,13 +141,16 @@ def message_scores(
     `hit_lists` are ranked message-id lists (full-text hits per query), `vector_lists`
     the vector hits, voting at `vector_weight`; ids outside the topics are ignored. A hit
     among `unnamed` only lends its neighbours their share. `dated` (the messages written
-    when the question says) votes as a full-text list does."""
+    when the question says) votes as a full-text list does. A hit's share goes to the
+    messages beside it in its topic, and to its replies in a later topic (`replies`:
+    message id to (reply id, places after it), `replies_after`)."""
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
     for topic_rank, (_, message_ids) in enumerate(topics, start=1):
         for index, message_id in enumerate(message_ids):
             place.setdefault(message_id, (topic_rank - 1, index))
             score[message_id] += 1.0 / (k + topic_rank)
+    replies = replies or {}
     weighted = [(1.0, hits) for hits in [*hit_lists, dated]]
     weighted += [(vector_weight, hits) for hits in vector_lists if vector_weight]
     for weight, hits in weighted:
@@ -160,7 +169,53 @@ def message_scores(
                 for neighbour in (index - distance, index + distance):
                     if 0 <= neighbour < len(members):
                         score[members[neighbour]] += share
+            for reply, distance in replies.get(message_id, ()):
+                if reply in place and place[reply][0] != topic_index:
+                    score[reply] += neighbour_weight**distance * vote
     return dict(score), place
+
+
+def replies_after(
+    messages: Iterable[Member], context: ResponseContext | None = None
+) -> dict[int, list[tuple[int, int]]]:
+    """{id: [(reply id, places after it)]}: for each of `messages`, the ones after it that
+    another speaker wrote (by author, else role), up to `excerpt_neighbour_reach` places
+    on, while the conversation runs on without a gap (every message in between among
+    `messages`), without a pause that ends a sitting (`ends_sitting`) and without time
+    going back (an older conversation stored later). `context` gives the thresholds
+    (None: the defaults).
+
+    The splitter's bounds are a judgement about subjects and can fall between a question
+    and its answer: the question that closes one topic is answered by the messages that
+    open the next. So a hit's share crosses a topic's bound (`message_scores`), but only
+    forward, to what someone else said next (a reply), and never past a sitting's end
+    (after a night the next message is a new day's greeting, not a reply)."""
+    run = context or ResponseContext(user_id=0)
+    ordered = sorted(messages, key=lambda member: member.seq)
+    last = [len(ordered) - 1] * len(ordered)  # the index where each one's stretch ends
+    for index in range(len(ordered) - 2, -1, -1):
+        earlier, later = ordered[index], ordered[index + 1]
+        gap = later.ts - earlier.ts
+        joined = later.seq == earlier.seq + 1 and gap >= 0
+        if joined and not ends_sitting(
+            gap, interval_s=run.chunk_interval_s, max_gap_s=run.topic_max_gap_s
+        ):
+            last[index] = last[index + 1]
+        else:
+            last[index] = index
+    ids = [member.id for member in ordered]
+    speakers = [member.speaker for member in ordered]
+    replies: dict[int, list[tuple[int, int]]] = {}
+    for index, speaker in enumerate(speakers):
+        stop = min(index + run.excerpt_neighbour_reach, last[index]) + 1
+        found = [
+            (ids[later], later - index)
+            for later in range(index + 1, stop)
+            if speakers[later] != speaker
+        ]
+        if found:
+            replies[ids[index]] = found
+    return replies
 
 
 def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
@@ -190,6 +245,7 @@ def rank_members(
     weights, with the authors `queries` leave out (`left_out`): the order the context's
     excerpts and the memory-only answer's quotes take messages in."""
     authors = {m["id"]: m["author"] for _, messages in members for m in messages}
+    turns = {m["id"]: Member.of(m) for _, messages in members for m in messages}
     return rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         hit_lists,
@@ -197,6 +253,7 @@ def rank_members(
         vector_lists=vector_lists,
         unnamed=left_out(context, queries, authors),
         dated=dated,
+        replies=replies_after(turns.values(), context),
         **ranking_weights(context),
     )
 

@@ -33,7 +33,12 @@ from collections.abc import Sequence
 
 from core.context import ResponseContext
 from core.ports import Store
-from nodes.response.excerpts import left_out, message_scores, ranking_weights
+from nodes.response.excerpts import (
+    left_out,
+    message_scores,
+    ranking_weights,
+    replies_after,
+)
 
 
 def by_best_message(
@@ -65,11 +70,11 @@ def best_message_order(
     `hit_lists` are the full-text message hits, `vector_lists` the vector ones (a passage
     hit given as the message that carried its document, as in the fusion), `dated` the
     messages written when the question says, `queries` the turn's (whose speakers the
-    question names). Reads the topics' member ids and authors in one statement; an id
-    that is not one of the user's topics has no messages and comes last."""
+    question names). Reads the topics' members in one statement; an id that is not one
+    of the user's topics has no messages and comes last."""
     rows = store.messages.members_of(context.user_id, fused)
-    authors = {message_id: author for found in rows.values() for message_id, author in found}
-    members = [(topic_id, [message_id for message_id, _ in rows[topic_id]]) for topic_id in fused]
+    found = {member.id: member for topic_rows in rows.values() for member in topic_rows}
+    members = [(topic_id, [member.id for member in rows[topic_id]]) for topic_id in fused]
     weights = {**ranking_weights(context)}
     weights.pop("lead", None)  # no hit leads: `message_scores` takes none
     score, _ = message_scores(
@@ -77,8 +82,9 @@ def best_message_order(
         hit_lists,
         context.rrf_k,
         vector_lists=vector_lists,
-        unnamed=left_out(context, queries, authors),
+        unnamed=left_out(context, queries, {i: m.author for i, m in found.items()}),
         dated=dated,
+        replies=replies_after(found.values(), context),
         **weights,
     )
     return by_best_message(members, score)

@@ -1,4 +1,5 @@
-"""The turn's clock: `ResponseContext.now_iso` when a run fixes it, else the wall clock."""
+"""The turn's clock (`ResponseContext.now_iso` when a run fixes it, else the wall clock), and
+the pauses that end a sitting."""
 
 from __future__ import annotations
 
@@ -15,3 +16,10 @@ def turn_moment(context: ResponseContext) -> datetime:
 def prompt_date(moment: datetime) -> str:
     """`2026-03-09 13:15 (Monday)`: what prompts show as today."""
     return moment.strftime("%Y-%m-%d %H:%M (%A)")
+
+
+def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
+    """Whether a pause this long ends a sitting (what lies before it is finished): the
+    archiving's thresholds (`nodes.memory.chunking`), which the excerpts' shares stop at
+    too (`nodes.response.excerpts.replies_after`)."""
+    return gap_s >= interval_s or gap_s > max_gap_s

@@ -11,6 +11,7 @@ from core.records import (
     MEMORY_KIND,
     MESSAGE_KINDS,
     REPLY_PREFIX,
+    Member,
     MessageEditRow,
     MessageRow,
     NewMessage,
@@ -232,13 +233,11 @@ class MessageRepository(Repository):
         members = self._by_topic(user_id, topic_ids, "external_id")
         return {topic_id: [row[0] for row in rows] for topic_id, rows in members.items()}
 
-    def members_of(
-        self, user_id: int, topic_ids: Sequence[int]
-    ) -> dict[int, list[tuple[int, str | None]]]:
-        """(id, author) of each topic's member messages, in conversation order (in one
-        statement: a search orders its candidate topics by their best message)."""
-        members = self._by_topic(user_id, topic_ids, "id, author")
-        return {topic_id: [(row[0], row[1]) for row in rows] for topic_id, rows in members.items()}
+    def members_of(self, user_id: int, topic_ids: Sequence[int]) -> dict[int, list[Member]]:
+        """Each topic's member messages (id, author, role, seq, ts), in conversation order
+        (in one statement: a search orders its candidate topics by their best message)."""
+        members = self._by_topic(user_id, topic_ids, "id, author, role, seq, ts")
+        return {topic_id: [Member(*row) for row in rows] for topic_id, rows in members.items()}
 
     def _by_topic(
         self, user_id: int, topic_ids: Sequence[int], columns: str

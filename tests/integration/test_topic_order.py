@@ -8,6 +8,7 @@ import pytest
 from app.media import keep_document
 from core.context import ResponseContext
 from core.deps import Deps
+from core.records import Member
 from nodes.response.search import hybrid_search
 from tests.support.messages import new_messages
 
@@ -121,11 +122,13 @@ def test_members_are_read_in_conversation_order_and_only_the_users_own(deps: Dep
     members = deps.store.messages.members_of(USER, [mine["drawer"], theirs["drawer"], 10**30])
     rows = deps.store.messages.of_topic(USER, mine["drawer"])
     assert members == {
-        mine["drawer"]: [(row["id"], row["author"]) for row in rows],
+        mine["drawer"]: [Member.of(row) for row in rows],
         theirs["drawer"]: [],
         10**30: [],
     }
-    assert [author for _, author in members[mine["drawer"]]] == ["Alexei", "Topica"] * 2
+    assert [member.author for member in members[mine["drawer"]]] == ["Alexei", "Topica"] * 2
+    assert [member.speaker for member in members[mine["drawer"]]] == ["Alexei", "Topica"] * 2
+    assert [member.role for member in members[mine["drawer"]]] == ["user", "assistant"] * 2
     assert [row["external_id"] for row in rows] == [f"drawer-{i}" for i in range(1, 5)]
 
 

@@ -3,17 +3,23 @@ context assembly makes with it on a real store: tests/integration/test_excerpts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
+import pytest
+
 from core.context import ResponseContext
+from core.records import Member
 from nodes.response.excerpts import (
     LEAD_HITS,
     NEIGHBOUR_HITS,
     NEIGHBOUR_REACH,
     NEIGHBOUR_WEIGHT,
     left_out,
+    message_scores,
     rank_topic_messages,
     ranking_weights,
+    replies_after,
 )
 
 adjacent = partial(rank_topic_messages, neighbour_weight=0.7, neighbour_reach=1)
@@ -173,3 +179,66 @@ def test_the_context_sets_the_neighbours_reach() -> None:
     context = ResponseContext(user_id=1, excerpt_neighbour_reach=2)
     assert ranking_weights(context)["neighbour_reach"] == 2
     assert ranking_weights(None) == {}
+
+
+def member(message_id: int, seq: int, ts: float, author: str | None) -> Member:
+    return Member(message_id, author, "user" if author != "Topica" else "assistant", seq, ts)
+
+
+def test_replies_are_what_another_speaker_says_next_in_the_sitting() -> None:
+    context = ResponseContext(
+        user_id=1, chunk_interval_s=3600, topic_max_gap_s=6 * 3600, excerpt_neighbour_reach=3
+    )
+    # Given out of order. Ann asks (1), Bo answers (2) and goes on (3), Ann again (4),
+    # Bo (5) after a 59-minute pause (the same sitting), Bo (6) after an hour (a new one).
+    messages = [
+        member(3, 3, 20.0, "Bo"),
+        member(1, 1, 0.0, "Ann"),
+        member(2, 2, 10.0, "Bo"),
+        member(4, 4, 30.0, "Ann"),
+        member(5, 5, 30.0 + 59 * 60, "Bo"),
+        member(6, 6, 30.0 + 59 * 60 + 3600, "Bo"),
+    ]
+    assert replies_after(messages, context) == {
+        1: [(2, 1), (3, 2)],  # 4 is Ann's own
+        2: [(4, 2)],
+        3: [(4, 1)],
+        4: [(5, 1)],  # 6 lies past a sitting's end
+    }
+    # Within the reach only, and never past a gap in the conversation (seq 7 is not
+    # among them) nor where the time goes back (an older conversation stored later).
+    assert replies_after(messages, replace(context, excerpt_neighbour_reach=1))[1] == [(2, 1)]
+    assert replies_after([member(1, 1, 0.0, "Ann"), member(8, 8, 5.0, "Bo")], context) == {}
+    assert replies_after([member(1, 1, 50.0, "Ann"), member(2, 2, 5.0, "Bo")], context) == {}
+    # Without an author, the role tells the speakers apart.
+    unnamed = [Member(1, None, "user", 1, 0.0), Member(2, None, "assistant", 2, 1.0)]
+    assert replies_after(unnamed, context) == {1: [(2, 1)]}
+    # A pause over `topic_max_gap` ends a sitting even under a longer interval.
+    wide = ResponseContext(user_id=1, chunk_interval_s=10**9, topic_max_gap_s=60)
+    pair = [member(1, 1, 0.0, "Ann"), member(2, 2, 61.0, "Bo")]
+    assert replies_after(pair, wide) == {}
+    assert replies_after([], context) == {}
+
+
+def test_a_hits_share_crosses_a_topics_bound_to_its_replies_only() -> None:
+    # k=1, share 0.5, reach 2, no lead. Topic 10 holds 1, 2; topic 20 holds 3, 4. A hit at
+    # rank 1 votes 1/2. Priors 1/2 (topic 10), 1/3 (topic 20).
+    topics = [(10, [1, 2]), (20, [3, 4])]
+    weights = {"neighbour_weight": 0.5, "neighbour_reach": 2}
+    ranking = partial(rank_topic_messages, k=1, lead=0, **weights)
+    scores = partial(message_scores, topics, k=1, **weights)
+    # In the topic alone, hit 2 lends 1 its 1/4; 3 gets nothing (1/3) and ties 4.
+    assert ranking(topics, [[2]]) == [(10, 2), (10, 1), (20, 3), (20, 4)]
+    # 3 replies to 2 right after it: it gets 1/4 as well and passes 4; 4, two places on,
+    # gets 1/8 when it is a reply too.
+    replies = {2: [(3, 1), (4, 2)]}
+    assert ranking(topics, [[2]], replies=replies)[2:] == [(20, 3), (20, 4)]
+    score, _ = scores([[2]], replies=replies)
+    assert score == pytest.approx({1: 3 / 4, 2: 1, 3: 1 / 3 + 1 / 4, 4: 1 / 3 + 1 / 8})
+    # A reply in the hit's own topic has its share already: no second one.
+    score, _ = scores([[3]], replies={3: [(4, 1)]})
+    assert score[4] == pytest.approx(1 / 3 + 1 / 4)
+    # Without replies (another speaker, a sitting's end), nothing crosses: 2 lends 3
+    # nothing, and a hit never lends backwards across a bound (3 to 2).
+    assert scores([[2]], replies={})[0][3] == pytest.approx(1 / 3)
+    assert scores([[3]], replies={3: [(4, 1)]})[0][2] == pytest.approx(1 / 2)
