@@ -37,12 +37,7 @@ from core.records import Member, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import (
-    left_out,
-    rank_topic_messages,
-    ranking_weights,
-    replies_after,
-)
+from nodes.response.excerpts import rank_topic_messages, ranking_weights, speaker_rules
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
 from nodes.response.search import search_queries
@@ -163,8 +158,8 @@ class Topica:
         fill = None
         if self.excerpts:
             topics = [(i, self._members[i]) for i in shown_topic_ids(state) if i in self._units]
-            authors = {
-                message_id: corpus.rows[corpus.external_of[message_id]]["author"]
+            shown = {
+                message_id: Member.of(corpus.rows[corpus.external_of[message_id]])
                 for _, message_ids in topics
                 for message_id in message_ids
             }
@@ -173,13 +168,11 @@ class Topica:
                 state.get("message_hits") or [],
                 self._context.rrf_k,
                 vector_lists=state.get("message_vector_hits") or [],
-                unnamed=left_out(
-                    self._context, search_queries(question, state.get("query")), authors
-                ),
                 dated=state.get("message_dated") or [],
-                replies=replies_after(
-                    [Member.of(corpus.rows[corpus.external_of[i]]) for i in authors],
+                **speaker_rules(
                     self._context,
+                    search_queries(question, state.get("query")),
+                    list(shown.values()),
                 ),
                 **ranking_weights(self._context),
             )

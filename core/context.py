@@ -172,8 +172,8 @@ class ResponseContext(FromSettings):
     chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
     topic_max_gap_s: float = DEFAULTS.topic_max_gap.total_seconds()
     """With `chunk_interval_s`, the pauses that end a sitting
-    (`nodes.shared.clock.ends_sitting`): a hit's share goes to the messages beside it in
-    the conversation up to such a pause, whatever their topic."""
+    (`nodes.shared.clock.ends_sitting`): a hit's share reaches its replies in a later
+    topic only up to such a pause (`nodes.response.excerpts.replies_after`)."""
     excerpt_vector_depth: int = 200
     """How deep the turn's message vector list runs for ranking the recalled topics'
     messages (`nodes.response.excerpts`) and the candidates by their best one

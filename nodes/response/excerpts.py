@@ -218,6 +218,18 @@ def replies_after(
     return replies
 
 
+def speaker_rules(
+    context: ResponseContext | None, queries: Sequence[str], members: Sequence[Member]
+) -> dict[str, Any]:
+    """`message_scores`' `unnamed` and `replies` for `members` (the ranked messages): the
+    hits that only lend their share (`left_out`) and the replies a hit's share reaches
+    across a topic's bound (`replies_after`)."""
+    return {
+        "unnamed": left_out(context, queries, {member.id: member.author for member in members}),
+        "replies": replies_after(members, context),
+    }
+
+
 def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
     """`rank_topic_messages`' keyword weights from a run's context (None: the defaults)."""
     if context is None:
@@ -244,16 +256,14 @@ def rank_members(
     """`rank_topic_messages` over topics given with their messages, under `context`'s
     weights, with the authors `queries` leave out (`left_out`): the order the context's
     excerpts and the memory-only answer's quotes take messages in."""
-    authors = {m["id"]: m["author"] for _, messages in members for m in messages}
-    turns = {m["id"]: Member.of(m) for _, messages in members for m in messages}
+    rows = {m["id"]: Member.of(m) for _, messages in members for m in messages}
     return rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         hit_lists,
         k,
         vector_lists=vector_lists,
-        unnamed=left_out(context, queries, authors),
         dated=dated,
-        replies=replies_after(turns.values(), context),
+        **speaker_rules(context, queries, list(rows.values())),
         **ranking_weights(context),
     )
 

@@ -33,12 +33,7 @@ from collections.abc import Sequence
 
 from core.context import ResponseContext
 from core.ports import Store
-from nodes.response.excerpts import (
-    left_out,
-    message_scores,
-    ranking_weights,
-    replies_after,
-)
+from nodes.response.excerpts import message_scores, ranking_weights, speaker_rules
 
 
 def by_best_message(
@@ -82,9 +77,8 @@ def best_message_order(
         hit_lists,
         context.rrf_k,
         vector_lists=vector_lists,
-        unnamed=left_out(context, queries, {i: m.author for i, m in found.items()}),
         dated=dated,
-        replies=replies_after(found.values(), context),
+        **speaker_rules(context, queries, list(found.values())),
         **weights,
     )
     return by_best_message(members, score)
