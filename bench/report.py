@@ -29,6 +29,41 @@ def label(method: str) -> str:
     return METHOD_LABELS.get(method, method)
 
 
+def benchmark(result: dict[str, Any]) -> str:
+    return result.get("benchmark", "LoCoMo")
+
+
+def grouping(result: dict[str, Any]) -> str:
+    return result["setup"].get("grouping", "category")
+
+
+def abstention_section(result: dict[str, Any]) -> list[str]:
+    """Questions memory cannot answer: the share each method recalls nothing for, beside
+    the share of answerable questions it turns away (none for benchmarks without them)."""
+    methods = result["methods"]
+    if not any((m.get("abstention") or {}).get("questions") for m in methods.values()):
+        return []
+    rows = [
+        [
+            label(name),
+            str(m["abstention"]["questions"]),
+            fraction(m["abstention"]["recalled_nothing"]),
+            fraction(m.get("turned_away")),
+        ]
+        for name, m in methods.items()
+    ]
+    return [
+        "## Abstention",
+        "",
+        "Questions memory holds nothing about: the share for which the method's context "
+        "recalls nothing (it says memory holds nothing), beside the share of answerable "
+        "questions it turns away the same way.",
+        "",
+        markdown_table(["method", "questions", "recalled nothing", "answerable turned away"], rows),
+        "",
+    ]
+
+
 def fraction(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -90,10 +125,10 @@ def markdown_report(result: dict[str, Any]) -> str:
     setup, ingest, evidence = result["setup"], result["ingest"], result["evidence"]
     models = {agent: model for agent, model in setup["models"].items() if model}
     parts = [
-        "# LoCoMo retrieval evaluation",
+        f"# {benchmark(result)} retrieval evaluation",
         "",
         f"{ingest['conversations']} conversations, {ingest['messages']} messages → "
-        f"{ingest['topics']} topics; {evidence['evaluated']} questions of categories 1-4 "
+        f"{ingest['topics']} topics; {evidence['evaluated']} answerable questions "
         f"evaluated. Budget {budget} tokens (`count_tokens_approximately`). Embedder "
         f"`{setup['embedder']}`; chat models: "
         + (", ".join(f"{a} `{m}`" for a, m in models.items()) or "none (the non-LLM path)")
@@ -124,10 +159,11 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
         "![recall against budget](recall_by_budget.png)",
         "",
-        f"## Recall_all at {budget} tokens by question category",
+        f"## Recall_all at {budget} tokens by {grouping(result)}",
         "",
         category_table(result),
         "",
+        *abstention_section(result),
         *quoted_section(result),
         "## Per conversation",
         "",
@@ -163,7 +199,7 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
         "## Evidence",
         "",
-        f"{evidence['questions']} questions of categories 1-4: {evidence['evaluated']} "
+        f"{evidence['questions']} answerable questions: {evidence['evaluated']} "
         f"evaluated, {evidence['without_evidence']} left without usable evidence; "
         f"{evidence['malformed_entries']} malformed evidence entries in "
         f"{evidence['questions_with_malformed']} questions (split into ids where possible), "
@@ -271,7 +307,13 @@ def category_table(result: dict[str, Any]) -> str:
         {c for m in result["methods"].values() for c in m["recall_all_at_budget_by_category"]}
     )
     return markdown_table(
-        ["method", *(f"{c} {names.get(c, '')}".strip() for c in categories)],
+        [
+            "method",
+            *(
+                f"{c} {names.get(c, '')}".strip() if c.isdigit() else names.get(c, c)
+                for c in categories
+            ),
+        ],
         [
             [
                 label(name),
@@ -324,7 +366,7 @@ def plot_recall(result: dict[str, Any], path: Path) -> None:
         axes.set_ylim(0, 1)
         axes.grid(alpha=0.3)
         axes.axvline(result["budget"], color="grey", linestyle=":", linewidth=1)
-        return "LoCoMo: evidence recall against the context budget"
+        return f"{benchmark(result)}: evidence recall against the context budget"
 
     save_plot(draw, path, (8, 5))
 
@@ -340,7 +382,7 @@ def plot_latency(result: dict[str, Any], path: Path) -> None:
         axes.set_xticks(list(positions), [label(n) for n in names], rotation=20, ha="right")
         axes.set_ylabel("retrieval latency per question (ms)")
         axes.grid(axis="y", alpha=0.3)
-        return "LoCoMo: retrieval latency"
+        return f"{benchmark(result)}: retrieval latency"
 
     save_plot(draw, path, (8, 4.5))
 
@@ -367,7 +409,7 @@ def show_eval(result: dict[str, Any], console: Console | None = None) -> None:
     console = console or table_console()
     budget, ks = result["budget"], result["ks"]
     table = Table(
-        title=f"LoCoMo retrieval (recall_all at {budget} tokens and at k units)",
+        title=f"{benchmark(result)} retrieval (recall_all at {budget} tokens and at k units)",
         box=box.SIMPLE,
         pad_edge=False,
         padding=(0, 1),

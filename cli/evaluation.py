@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from core.deps import Deps
 
 
-def locomo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
-    parser.add_argument("--conversations", help="sample ids, comma-separated (default: all)")
+def eval_arguments(parser: argparse.ArgumentParser, data_help: str) -> None:
+    parser.add_argument("--data", type=Path, required=True, help=data_help)
+    parser.add_argument("--conversations", help="conversations, comma-separated (default: all)")
     parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
     parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
     parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
@@ -26,31 +26,68 @@ def locomo_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
-async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
-    """LoCoMo recall at a token budget, with baselines"""
-    from bench.eval_locomo import eval_locomo
+def locomo_arguments(parser: argparse.ArgumentParser) -> None:
+    eval_arguments(parser, "locomo JSON file")
+
+
+def beam_arguments(parser: argparse.ArgumentParser) -> None:
+    eval_arguments(parser, "a folder laid out as BEAM's chats/ (<size>/<n>/chat.json)")
+
+
+async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) -> None:
+    """One benchmark through the shared harness: checks first, then the run and its output."""
+    from bench.harness import evaluate
     from bench.report import require_plots, show_eval
     from cli.output import console, out, print_json
 
-    if not args.data.is_file():
-        raise CommandError(f"{args.data}: no such file")
+    if benchmark_name == "beam":
+        from bench.beam import BEAM as benchmark
+
+        if not args.data.is_dir():
+            raise CommandError(f"{args.data}: no such folder")
+    else:
+        from bench.eval_locomo import LOCOMO as benchmark
+
+        if not args.data.is_file():
+            raise CommandError(f"{args.data}: no such file")
+    if args.budget < 1:
+        raise CommandError("--budget must be at least 1")
+    try:
+        ks = [int(k) for k in args.k.split(",")]
+    except ValueError:
+        raise CommandError(f"--k: not a list of numbers: {args.k}") from None
     if args.out is not None:
         require_plots()  # before minutes of work, not after
-    result = await eval_locomo(
-        args.data,
-        args.conversations.split(",") if args.conversations else None,
-        args.budget,
-        [int(k) for k in args.k.split(",")],
-        args.out,
-        deps.settings,
-        console=None if args.json else console,
-        cross_validate=args.cross_validate,
-    )
+    try:
+        result = await evaluate(
+            benchmark,
+            args.data,
+            [c.strip() for c in args.conversations.split(",")] if args.conversations else None,
+            args.budget,
+            ks,
+            args.out,
+            deps.settings,
+            console=None if args.json else console,
+            cross_validate=args.cross_validate,
+        )
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     if args.json:
         print_json(result)
     else:
         show_eval(result, out)
+
+
+@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
+async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
+    """LoCoMo recall at a token budget, with baselines"""
+    await run_eval("locomo", args, deps)
+
+
+@subcommand("beam", "json", configure=beam_arguments, group="eval")
+async def cmd_eval_beam(args: argparse.Namespace, deps: Deps) -> None:
+    """BEAM recall at a token budget by question type, abstention, with baselines"""
+    await run_eval("beam", args, deps)
 
 
 def locomo_dataset_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,274 @@
+"""The evaluation harness shared by `eval locomo` and `eval beam`: evidence recall of
+Topica and the baselines, in one run.
+
+Each conversation is ingested into a fresh data directory (one user, the memory
+graph as the CLI runs it), then every answerable question (`Benchmark.answerable`) is
+put to every method. Evidence ids that are malformed or not in the conversation are
+counted and left out; a question left with no evidence is counted and skipped. A
+question memory cannot answer (`Benchmark.abstains`) is put to every method too and
+scored as whether the method recalled nothing. LLM calls and prompt tokens are
+counted by a callback handler, for ingestion (per stored message) and for retrieval
+(per question), so a configured model shows up in the figures and the offline path
+shows zeros.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from app.memory import archive_user
+from bench import crossval
+from bench.baselines import Method, baselines
+from bench.benchmark import Benchmark
+from bench.corpus import Corpus
+from bench.locomo import Conversation, Question
+from bench.scoring import (
+    ConversationRun,
+    EvidenceReport,
+    recalled_nothing,
+    results_dict,
+    score,
+    usable_evidence,
+)
+from bench.topica import Topica
+from bench.usage import counting_all
+from core.callbacks import LLMUsage
+from core.progress import ProgressBoard, progress_board
+from core.settings import Settings
+from stores.embedders import Embedder, build_embedder
+from stores.services import build_deps
+
+DEFAULT_BUDGETS = (250, 500, 1000, 2000, 4000, 8000)
+USER_ID = 1
+
+
+async def ingest(
+    settings: Settings,
+    embedder: Embedder,
+    conversation: Conversation,
+    data_dir: Path,
+    progress: ProgressBoard | None = None,
+) -> tuple[Corpus, dict[str, Any]]:
+    """A fresh data directory (on PostgreSQL, a fresh schema, named after the directory)
+    with the conversation stored and archived for one user."""
+    update: dict[str, Any] = {"data_dir": data_dir}
+    if settings.database_url is not None:
+        update["database_schema"] = "eval_" + re.sub(r"[^a-z0-9]", "_", data_dir.name.lower())
+    deps = build_deps(settings.model_copy(update=update), embedder=embedder)
+    usage = LLMUsage()
+    started = time.perf_counter()
+    with counting_all(usage):
+        await asyncio.to_thread(deps.indexer.store_messages, USER_ID, conversation.messages)
+        chunks = await archive_user(deps, USER_ID, archive_all=True, progress=progress)
+    seconds = time.perf_counter() - started
+    corpus = await Corpus.load(deps, USER_ID, conversation)
+    topics = await asyncio.to_thread(deps.store.topics.all_of, USER_ID)
+    calls, prompt_tokens = usage.calls, usage.prompt_tokens
+    messages = len(conversation.messages)
+    return corpus, {
+        "messages": messages,
+        "sessions": len(conversation.sessions),
+        "chunks": len(chunks),
+        "topics": len(topics),
+        "messages_per_topic": messages / len(topics) if topics else None,
+        "merges": sum(len(chunk.get("merges", [])) for chunk in chunks),
+        "split_by": dict(Counter(chunk.get("split_by", "embeddings") for chunk in chunks)),
+        "seconds": seconds,
+        "llm_calls": calls,
+        "prompt_tokens": prompt_tokens,
+        "llm_calls_per_message": calls / messages if messages else 0.0,
+        "prompt_tokens_per_message": prompt_tokens / messages if messages else 0.0,
+    }
+
+
+async def evaluate_conversation(
+    conversation: Conversation,
+    methods: Sequence[Method],
+    *,
+    settings: Settings,
+    embedder: Embedder,
+    ks: Sequence[int],
+    budgets: Sequence[int],
+    budget: int,
+    progress: ProgressBoard,
+    benchmark: Benchmark,
+) -> ConversationRun:
+    safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
+    data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{safe_name}-"))
+    try:
+        corpus, ingest_report = await ingest(settings, embedder, conversation, data_dir, progress)
+        try:
+            for method in methods:
+                await method.prepare(corpus)
+            unit_maps = {method.name: dict(method.unit_of(corpus)) for method in methods}
+            known = set(corpus.order)
+            evidence_report = EvidenceReport()
+            questions = [
+                q
+                for q in conversation.questions
+                if benchmark.answerable(q) or benchmark.abstains(q)
+            ]
+            run = ConversationRun(conversation.sample_id, evidence_report, ingest_report)
+            asking = progress.task(
+                f"{conversation.sample_id}: questions", total=len(questions), unit="questions"
+            )
+            for question in questions:
+                if benchmark.abstains(question):
+                    await abstain(run, corpus, question, methods)
+                    asking.advance()
+                    continue
+                evidence = usable_evidence(question, known, evidence_report)
+                if evidence:
+                    await answer_question(
+                        run, corpus, question, evidence, methods, unit_maps, ks, budgets, budget
+                    )
+                asking.advance()
+            asking.finish(remove=True)
+            return run
+        finally:
+            drop = getattr(corpus.deps.store.db, "drop_schema", None)
+            if drop is not None:  # PostgreSQL: the conversation's schema goes too
+                drop()
+            corpus.deps.close()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def answer_question(
+    run: ConversationRun,
+    corpus: Corpus,
+    question: Question,
+    evidence: list[str],
+    methods: Sequence[Method],
+    unit_maps: dict[str, dict[str, str]],
+    ks: Sequence[int],
+    budgets: Sequence[int],
+    budget: int,
+) -> None:
+    # The question is encoded once up front and its time added to every method that
+    # embeds, so no method profits from another's cached query vector.
+    started = time.perf_counter()
+    await asyncio.to_thread(corpus.deps.embedder.encode_query, question.question)
+    embed_ms = (time.perf_counter() - started) * 1000
+    for method in methods:
+        started = time.perf_counter()
+        retrieval = await method.retrieve(corpus, question.question)
+        latency_ms = (time.perf_counter() - started) * 1000 - retrieval.untimed_ms
+        if method.uses_embedder:
+            latency_ms += embed_ms
+        fallback = retrieval.info.get("rerank_fallback")
+        if fallback and not method.name.startswith(crossval.PREFIX):
+            run.fallbacks[fallback] += 1
+        run.answers.append(
+            score(
+                method,
+                corpus,
+                retrieval,
+                evidence,
+                question.category,
+                ks=ks,
+                budgets=budgets,
+                budget=budget,
+                unit_of=unit_maps[method.name],
+                latency_ms=latency_ms,
+            )
+        )
+
+
+async def abstain(
+    run: ConversationRun, corpus: Corpus, question: Question, methods: Sequence[Method]
+) -> None:
+    """A question memory cannot answer: whether each method recalled nothing for it."""
+    for method in methods:
+        retrieval = await method.retrieve(corpus, question.question)
+        run.abstentions.append((method.name, recalled_nothing(retrieval)))
+
+
+def default_methods() -> list[Method]:
+    return [Topica(quotes=True), Topica("topica_topics", excerpts=False), *baselines()]
+
+
+async def evaluate(
+    benchmark: Benchmark,
+    data: Path,
+    conversations: list[str] | None,
+    budget: int,
+    ks: list[int],
+    out: Path | None,
+    settings: Settings,
+    *,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    methods: Callable[[], list[Method]] = default_methods,
+    console: Console | None = None,
+    cross_validate: bool = False,
+) -> dict[str, Any]:
+    """Evaluate every method on the `benchmark` conversations of `data` (all, or those listed).
+
+    `ks` always includes 5 and 10; `budgets` (plus `budget`) are the points of the
+    recall-against-budget curve. `methods` makes a fresh list of methods for each
+    conversation (default: Topica, Topica with whole topics, and the baselines).
+    Progress goes to `console` (stderr by default; `Console(quiet=True)` for none).
+    With `out`, writes report.md, results.json and the plots there. Returns the
+    results dict (`budget`, `conversations`, `methods`, `ingest`, `evidence`, ...).
+    `cross_validate` adds the leave-one-conversation-out view of Topica's tuned weights
+    (`bench.crossval`) as `cross_validation`.
+    Raises ValueError for conversations not in the file.
+    """
+    selected = benchmark.load(data, set(conversations) if conversations else None)
+    if conversations:
+        missing = sorted(set(conversations) - {c.sample_id for c in selected})
+        if missing:
+            raise ValueError(f"no such conversations in {data}: {', '.join(missing)}")
+    if not selected:
+        raise ValueError(f"no conversations in {data}")
+    budgets = sorted({*budgets, budget})
+    ks = sorted(set(ks) | {5, 10})
+    embedder = build_embedder(settings)
+    console = console or Console(stderr=True)
+    runs: list[ConversationRun] = []
+    started = time.perf_counter()
+    with progress_board(console) as progress:
+        overall = progress.task("conversations", total=len(selected), unit="conversations")
+        for conversation in selected:
+            overall.update(description=f"conversations: {conversation.sample_id}")
+            instances = methods() + (crossval.variants() if cross_validate else [])
+            runs.append(
+                await evaluate_conversation(
+                    conversation,
+                    instances,
+                    settings=settings,
+                    embedder=embedder,
+                    ks=ks,
+                    budgets=budgets,
+                    budget=budget,
+                    progress=progress,
+                    benchmark=benchmark,
+                )
+            )
+            overall.advance()
+    result = results_dict(
+        runs, settings, embedder, ks=ks, budgets=budgets, budget=budget, benchmark=benchmark
+    )
+    result["setup"]["methods"] = {
+        method.name: getattr(method, "config", {})
+        for method in instances
+        if not method.name.startswith(crossval.PREFIX)
+    }
+    if cross_validate:
+        crossval.split_off(result)
+    result["seconds"] = time.perf_counter() - started
+    if out is not None:
+        from bench.report import write_report
+
+        write_report(result, out)
+    return result
