@@ -302,7 +302,7 @@ def show_cost(result: dict[str, Any], console=None) -> None:
     from rich import box
     from rich.table import Table
 
-    from bench.report import table_console
+    from bench.tables import table_console
 
     console = console or table_console()
     header, rows = cost_rows(result)

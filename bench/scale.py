@@ -427,7 +427,7 @@ def bench_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def write_bench(result: dict[str, Any], out: Path) -> None:
     import json
 
-    from bench.report import markdown_table
+    from bench.tables import markdown_table
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -482,7 +482,7 @@ def show_bench(result: dict[str, Any], console=None) -> None:
     from rich import box
     from rich.table import Table
 
-    from bench.report import table_console
+    from bench.tables import table_console
 
     console = console or table_console()
     header, rows = bench_rows(result)

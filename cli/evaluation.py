@@ -37,7 +37,8 @@ def beam_arguments(parser: argparse.ArgumentParser) -> None:
 async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) -> None:
     """One benchmark through the shared harness: checks first, then the run and its output."""
     from bench.harness import evaluate
-    from bench.report import require_plots, show_eval
+    from bench.report import require_plots
+    from bench.terminal import show_eval
     from cli.output import console, out, print_json
 
     if benchmark_name == "beam":

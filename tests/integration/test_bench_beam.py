@@ -17,6 +17,7 @@ from bench.baselines import MessageLevel, Retrieval
 from bench.beam import BEAM, load_conversations
 from bench.corpus import Corpus
 from bench.harness import default_methods, evaluate
+from bench.terminal import show_eval
 from cli.main import main
 from tests.support.bench import FixedOrder
 
@@ -183,6 +184,9 @@ def test_eval_beam_on_the_command_line_reports_every_method(tmp_path: Path) -> N
     assert report.startswith("# BEAM retrieval evaluation")
     assert "## Abstention" in report and "by question type" in report
     assert (out / "recall_by_budget.png").stat().st_size > 0
+    terminal = io.StringIO()
+    show_eval(result, Console(file=terminal, width=200))
+    assert "BEAM retrieval (recall_all at 500 tokens" in terminal.getvalue()
 
 
 def test_eval_beam_refuses_a_missing_folder_and_unknown_conversations(
