@@ -31,6 +31,7 @@ GRID: dict[str, dict[str, object]] = {
     "lead_hits=0": {"excerpt_lead_hits": 0},
     "lead_hits=5": {"excerpt_lead_hits": 5},
     "named_speakers=off": {"excerpt_named_speakers": False},
+    "long_answers=off": {"excerpt_long_answer_chars": 10**9},
 }
 
 
@@ -48,20 +49,24 @@ def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
 
     `conversations` are the results' per-conversation summaries (with the `cv:` methods).
     Recall on the others is question-weighted (micro), like the overall figures; ties go
-    to the grid's order (the defaults first).
+    to the grid's order (the defaults first). `pooled` is each variant's recall over all
+    the conversations (what another benchmark's choice is scored with, the transfer view).
     """
 
     def recall(sample: str, label: str) -> tuple[float, int]:
         metrics = conversations[sample]["methods"][PREFIX + label]
         return metrics["recall_all_at_budget"], metrics["questions"]
 
+    def pooled_recall(samples: list[str], label: str) -> float:
+        pairs = [recall(sample, label) for sample in samples]
+        return sum(r * n for r, n in pairs) / max(1, sum(n for _, n in pairs))
+
     folds = {}
     for held_out in conversations:
         others = [sample for sample in conversations if sample != held_out]
 
         def pooled(label: str, others: list[str] = others) -> float:
-            pairs = [recall(sample, label) for sample in others]
-            return sum(r * n for r, n in pairs) / max(1, sum(n for _, n in pairs))
+            return pooled_recall(others, label)
 
         chosen = max(GRID, key=lambda label: (pooled(label), -list(GRID).index(label)))
         folds[held_out] = {
@@ -78,12 +83,30 @@ def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
     def weighted(key: str) -> float:
         return sum(fold[key] * fold["questions"] for fold in folds.values()) / total
 
+    everyone = list(conversations)
     return {
         "grid": {label: dict(overrides) for label, overrides in GRID.items()},
+        "pooled": {label: pooled_recall(everyone, label) for label in GRID},
         "folds": folds,
         "leave_one_out": weighted("held_out"),
         "defaults": weighted("defaults_held_out"),
         "oracle": weighted("best_held_out"),
+    }
+
+
+def transfer(chosen_on: Mapping[str, Any], scored_on: Mapping[str, Any]) -> dict[str, Any]:
+    """The transfer view between two benchmarks' `cross_validation` views: the variant
+    with the best pooled recall on `chosen_on` (ties to the grid's order), and its pooled
+    recall on `scored_on` beside `scored_on`'s defaults and its own best variant."""
+    labels = [label for label in GRID if label in chosen_on["pooled"]]
+    chosen = max(labels, key=lambda label: (chosen_on["pooled"][label], -labels.index(label)))
+    there = scored_on["pooled"]
+    return {
+        "chosen": chosen,
+        "chosen_there": there[chosen],
+        "defaults_there": there["defaults"],
+        "best_there": max(there.values()),
+        "best_label_there": max(there, key=there.__getitem__),
     }
 
 

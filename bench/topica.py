@@ -37,7 +37,12 @@ from core.records import Member, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import rank_topic_messages, ranking_weights, speaker_rules
+from nodes.response.excerpts import (
+    long_answers,
+    rank_topic_messages,
+    ranking_weights,
+    speaker_rules,
+)
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
 from nodes.response.search import search_queries
@@ -175,6 +180,9 @@ class Topica:
                     list(shown.values()),
                 ),
                 **ranking_weights(self._context),
+                answers=long_answers(
+                    [corpus.rows[corpus.external_of[i]] for i in shown], self._context
+                ),
             )
             fill = [
                 (self._units[topic_id].key, corpus.external_of[message_id])

@@ -166,6 +166,9 @@ class ResponseContext(FromSettings):
     excerpt_neighbour_reach: int = 5
     """How far from a hit the share goes: a message `d` places away gets the share to the
     power `d`."""
+    excerpt_long_answer_chars: int = 1200
+    """An assistant's message longer than this is a long answer: it comes after every
+    other message of the recalled topics (`nodes.response.excerpts.long_answers`)."""
     excerpt_named_speakers: bool = True
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""

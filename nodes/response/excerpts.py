@@ -93,6 +93,7 @@ def rank_topic_messages(
     *,
     lead: int = LEAD_HITS,
     unnamed: Collection[int] = frozenset(),
+    answers: Collection[int] = frozenset(),
     **scoring: Any,
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
@@ -103,18 +104,21 @@ def rank_topic_messages(
     first `lead` are the topics' best full-text hits (by rank, then list order); the rest
     go by fused score (`message_scores`), ties by topic rank, then conversation order. A
     hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
-    never leads; nor does a dated message or a vector hit.
+    never leads; nor does a dated message or a vector hit. `answers` (the assistant's
+    long answers, `long_answers`) never lead and come after every other message, in the
+    same order among themselves.
     """
     score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
     best_hits = sorted(
         (rank, index, message_id)
         for index, hits in enumerate(hit_lists)
         for rank, message_id in enumerate(hits)
-        if message_id in place and message_id not in unnamed
+        if message_id in place and message_id not in unnamed and message_id not in answers
     )
     leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
     rest = sorted(
-        set(place) - set(leading), key=lambda message_id: (-score[message_id], place[message_id])
+        set(place) - set(leading),
+        key=lambda message_id: (message_id in answers, -score[message_id], place[message_id]),
     )
     ranked = leading + rest
     return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
@@ -218,6 +222,16 @@ def replies_after(
     return replies
 
 
+def long_answers(rows: Iterable[MessageRow], context: ResponseContext | None) -> frozenset[int]:
+    """The assistant's long answers among `rows` (over `excerpt_long_answer_chars`; None:
+    the default). The user's own messages hold what the user said, did and decided; a
+    long answer is advice built on them, and costs the room of many of them."""
+    limit = (context or ResponseContext(user_id=0)).excerpt_long_answer_chars
+    return frozenset(
+        row["id"] for row in rows if row["role"] == "assistant" and len(row["content"]) > limit
+    )
+
+
 def speaker_rules(
     context: ResponseContext | None, queries: Sequence[str], members: Sequence[Member]
 ) -> dict[str, Any]:
@@ -265,6 +279,7 @@ def rank_members(
         dated=dated,
         **speaker_rules(context, queries, list(rows.values())),
         **ranking_weights(context),
+        answers=long_answers([m for _, messages in members for m in messages], context),
     )
 
 

@@ -63,3 +63,23 @@ def test_ties_go_to_the_defaults_and_the_variants_leave_the_method_tables() -> N
     assert {fold["chosen"] for fold in result["cross_validation"]["folds"].values()} == {"defaults"}
     assert list(result["methods"]) == ["topica"]
     assert all(list(c["methods"]) == ["topica"] for c in result["conversations"].values())
+
+
+def test_the_transfer_view_scores_one_benchmarks_choice_on_the_other() -> None:
+    # On "here" lead_hits=5 pools best ((0.8*20 + 0.9*10)/30); "there" pools the defaults
+    # best (0.6) and lead_hits=5 at 0.4 (every other variant scores 0 on both).
+    here = crossval.leave_one_out(
+        summaries({"a": {"defaults": (0.5, 20), "lead_hits=5": (0.8, 20)},
+                   "b": {"defaults": (0.7, 10), "lead_hits=5": (0.9, 10)}})
+    )  # fmt: skip
+    there = crossval.leave_one_out(
+        summaries({"c": {"defaults": (0.6, 10), "lead_hits=5": (0.4, 10)}})
+    )
+    assert here["pooled"]["lead_hits=5"] == pytest.approx(25 / 30)
+    assert crossval.transfer(here, there) == {
+        "chosen": "lead_hits=5",
+        "chosen_there": pytest.approx(0.4),
+        "defaults_there": pytest.approx(0.6),
+        "best_there": pytest.approx(0.6),
+        "best_label_there": "defaults",
+    }

@@ -16,6 +16,7 @@ from nodes.response.excerpts import (
     NEIGHBOUR_REACH,
     NEIGHBOUR_WEIGHT,
     left_out,
+    long_answers,
     message_scores,
     rank_topic_messages,
     ranking_weights,
@@ -242,3 +243,27 @@ def test_a_hits_share_crosses_a_topics_bound_to_its_replies_only() -> None:
     # nothing, and a hit never lends backwards across a bound (3 to 2).
     assert scores([[2]], replies={})[0][3] == pytest.approx(1 / 3)
     assert scores([[3]], replies={3: [(4, 1)]})[0][2] == pytest.approx(1 / 2)
+
+
+def test_long_answers_never_lead_and_come_after_every_other_message() -> None:
+    # k=1, one topic. Without the rule: 2 leads (best full-text hit), then 1 and 3 by
+    # their share of it. 2 being a long answer, it neither leads nor comes before 1 and 3,
+    # whose order stays theirs (1 before 3 by conversation order), nor before 4.
+    topics = [(10, [1, 2, 3, 4])]
+    assert adjacent(topics, [[2]], k=1)[:3] == [(10, 2), (10, 1), (10, 3)]
+    assert adjacent(topics, [[2]], k=1, answers={2}) == [(10, 1), (10, 3), (10, 4), (10, 2)]
+
+
+def row(message_id: int, role: str, chars: int) -> dict:
+    return {"id": message_id, "role": role, "content": "x" * chars}
+
+
+def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> None:
+    limit = ResponseContext(user_id=1).excerpt_long_answer_chars
+    rows = [
+        row(1, "user", limit * 3),
+        row(2, "assistant", limit + 1),
+        row(3, "assistant", limit),
+    ]
+    assert long_answers(rows, None) == {2}
+    assert long_answers(rows, ResponseContext(user_id=1, excerpt_long_answer_chars=10)) == {2, 3}
