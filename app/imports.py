@@ -8,15 +8,18 @@ skipped by its namespaced id and what is unarchived is archived.
 from __future__ import annotations
 
 import asyncio
+import zipfile
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.memory import ingest
 from core.deps import Deps
+from core.errors import ExportFormatError
 from core.progress import ProgressBoard
 from core.records import PersonRow
-from stores.exports.history import ImportedHistory, Person
+from stores.exports.history import ImportedHistory, Person, open_export
 
 
 def remember_people(deps: Deps, user_id: int, people: list[Person]) -> int:
@@ -57,3 +60,24 @@ async def import_history(
         deps, history.in_time_order(), user_id, checkpointer=checkpointer, progress=progress
     )
     return report | {"import": summary}
+
+
+EXPORT_FILES = {"result.json": "telegram", "conversations.json": "chatgpt"}
+
+
+def read_export(path: Path, max_bytes: int) -> ImportedHistory:
+    """A Telegram or ChatGPT export by its file's name, or a zip by the file it holds."""
+    from stores.exports.chatgpt import read_chatgpt
+    from stores.exports.telegram import read_telegram
+
+    kinds = [EXPORT_FILES[path.name.lower()]] if path.name.lower() in EXPORT_FILES else []
+    if not kinds and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            held = {PurePosixPath(name).name for name in archive.namelist()}
+        kinds = [kind for name, kind in EXPORT_FILES.items() if name in held]
+    if not kinds:
+        raise ExportFormatError(f"{path.name}: not a Telegram or ChatGPT export")
+    name = next(name for name, kind in EXPORT_FILES.items() if kind == kinds[0])
+    reader = read_telegram if kinds[0] == "telegram" else read_chatgpt
+    with open_export(path, (name,), max_bytes) as stream:
+        return reader(stream)
