@@ -54,7 +54,7 @@ from bot.middlewares import (
 )
 from bot.responses import KeepResponseModels
 from bot.retry import RetryRequestMiddleware
-from bot.routers import callbacks, commands, groups, messages, sources
+from bot.routers import callbacks, commands, groups, imports, messages, sources
 from bot.routers.messages import Turn, answer_unanswered
 from bot.texts import ENGLISH, RUSSIAN
 from bot.webhook import ReplyingRequestHandler
@@ -138,6 +138,7 @@ def build_dispatcher(
         tracker=TaskTracker(),
         seen=SeenMessages(),
         digester=MediaDigester(deps),
+        pending=imports.PendingImports(),
     )
     dispatcher.update.outer_middleware(InFlightMiddleware(dispatcher["tracker"]))
     dispatcher.update.outer_middleware(AllowlistMiddleware(settings.allowed_user_ids))
@@ -148,6 +149,7 @@ def build_dispatcher(
         sources.build_router(),
         commands.build_router(),
         callbacks.build_router(),
+        imports.build_router(),
         messages.build_router(),
     )
     dispatcher.startup.register(on_startup)

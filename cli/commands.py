@@ -57,7 +57,11 @@ class Subcommand:
 
 
 COMMANDS: list[Subcommand] = []
-GROUPS = {"eval": "retrieval evaluation", "bench": "speed and memory"}
+GROUPS = {
+    "eval": "retrieval evaluation",
+    "bench": "speed and memory",
+    "import": "chat history from other apps",
+}
 
 
 def subcommand(

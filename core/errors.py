@@ -21,3 +21,7 @@ class ConfigurationError(Exception):
 
 class ServiceUnavailable(ConnectionError):
     """A service a command needs cannot be reached (the Telegram Bot API at start-up)."""
+
+
+class ExportFormatError(SessionFormatError):
+    """A chat export (Telegram, ChatGPT) that cannot be read; says where and why."""

@@ -327,9 +327,11 @@ async def test_text_document_inline_and_capped(start_bot) -> None:
 async def test_unsupported_and_oversized_files_get_a_clear_reply(start_bot) -> None:
     running = await start_bot(max_file_bytes=1024 * 1024)
     api = running.api
-    api.send_document(ALICE, b"PK\x03\x04", file_name="archive.zip", mime_type="application/zip")
+    api.send_document(
+        ALICE, b"7z\xbc\xaf", file_name="archive.7z", mime_type="application/x-7z-compressed"
+    )
     [first] = await running.reply_to(ALICE, 1)
-    assert first.result["text"] == ENGLISH.unsupported_file.format(name="archive.zip")
+    assert first.result["text"] == ENGLISH.unsupported_file.format(name="archive.7z")
     api.send_document(
         ALICE,
         b"%PDF-1.4",

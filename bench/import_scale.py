@@ -1,0 +1,155 @@
+"""Importing a large Telegram export: time and peak memory of reading it (streamed,
+beside `json.load` of the same file), and the whole import's throughput.
+
+    python -m bench.import_scale --messages 100000 --archive 2000
+
+Each figure comes from a fresh process (its own peak RSS). The export is generated
+(Russian and English lines, entity lists, media, service messages) and written as a
+stream, so the generator itself never holds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORDS = [
+    *[
+        "поезд",
+        "билеты",
+        "Казань",
+        "мама",
+        "отчёт",
+        "пятница",
+        "встреча",
+        "кофе",
+        "книга",
+        "отпуск",
+        "врач",
+        "работа",
+    ],
+    *[
+        "train",
+        "tickets",
+        "meeting",
+        "coffee",
+        "book",
+        "holiday",
+        "doctor",
+        "report",
+        "friday",
+        "garden",
+        "project",
+    ],
+]
+
+READ_STREAMED = """
+import sys, time
+from pathlib import Path
+from stores.exports.history import open_export
+from stores.exports.telegram import read_telegram
+start = time.perf_counter()
+with open_export(Path(sys.argv[1]), ("result.json",), 1 << 40) as stream:
+    history = read_telegram(stream)
+print(len(history.messages), time.perf_counter() - start)
+"""
+READ_WHOLE = """
+import json, sys, time
+start = time.perf_counter()
+with open(sys.argv[1], "rb") as file:
+    data = json.load(file)
+print(sum(len(chat["messages"]) for chat in data["chats"]["list"]), time.perf_counter() - start)
+"""
+
+
+def message(number: int, rng: random.Random) -> dict:
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 120)))
+    sender = rng.choice([("Анна", "user1"), ("Олег", "user2")])
+    body: dict = {
+        "id": number,
+        "type": "service" if number % 97 == 0 else "message",
+        "date": "2024-01-01T10:00:00",
+        "date_unixtime": str(1_704_103_200 + number * 30),
+        "from": sender[0],
+        "from_id": sender[1],
+        "text": [text, {"type": "bold", "text": "!"}] if number % 5 == 0 else text,
+    }
+    if number % 50 == 0:
+        body["photo"] = f"photos/photo_{number}.jpg"
+    return body
+
+
+def generate(path: Path, messages: int, chats: int = 20, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    per_chat = max(1, messages // chats)
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"about": "", "personal_information": {"user_id": 1, "first_name": "Анна"},')
+        out.write(' "chats": {"list": [')
+        for chat in range(chats):
+            out.write("," if chat else "")
+            header = {"name": f"Friend {chat}", "type": "personal_chat", "id": 1000 + chat}
+            out.write(json.dumps(header, ensure_ascii=False)[:-1] + ', "messages": [')
+            for number in range(1, per_chat + 1):
+                out.write(("," if number > 1 else "") + json.dumps(message(number, rng)))
+            out.write("]}")
+        out.write("]}}")
+
+
+PEAK = """
+import resource, runpy, sys
+kind, payload, *rest = sys.argv[1:]
+sys.argv = [payload, *rest]
+try:
+    exec(payload) if kind == "code" else runpy.run_module(payload, run_name="__main__")
+except SystemExit:
+    pass
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+"""
+
+
+def child(args: list[str]) -> tuple[str, float, float]:
+    """Run a Python child (`code SOURCE …` or `module NAME …`); its stdout, wall seconds and
+    peak RSS in MB."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, *args], capture_output=True, text=True, check=True
+    )
+    wall = time.perf_counter() - start
+    peak = int(done.stderr.rsplit("peak", 1)[1]) / 1024
+    return done.stdout.strip(), wall, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--archive", type=int, default=2_000, help="messages imported whole")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        export = Path(folder) / "result.json"
+        generate(export, options.messages)
+        size = export.stat().st_size / 1e6
+        print(f"export: {options.messages} messages, {size:.1f} MB")
+        print("| reading | messages | wall s | peak RSS MB |\n|---|---:|---:|---:|")
+        for name, code in (("streamed (Topica)", READ_STREAMED), ("json.load", READ_WHOLE)):
+            out, wall, peak = child(["code", code, str(export)])
+            print(f"| {name} | {out.split()[0]} | {wall:.1f} | {peak:.0f} |")
+        small = Path(folder) / "small.json"
+        generate(small, options.archive, chats=2)
+        data = Path(folder) / "data"
+        command = ["module", "cli.main", "import", "telegram", str(small), "--data-dir", str(data)]
+        _, wall, peak = child([*command, "--json"])
+        rate = options.archive / wall
+        print(
+            f"\nimport (store, index, archive) of {options.archive} messages, no model: "
+            f"{wall:.1f} s, {rate:.1f} messages/s, peak RSS {peak:.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
