@@ -10,7 +10,7 @@ memory keeps (issue 14, `app.media`):
 |---|---|---|
 | photo, image document | an image part (base64) | the label and the describer's description |
 | voice, audio | an audio part (base64) | the label and the transcript |
-| PDF | its text (langchain-community's pypdf parser) | the text in passages, with its file name |
+| PDF | its text (pypdf in a bounded worker process) | the text in passages, with its file name |
 | text document | its text, inline up to `max_document_chars` | the same text in passages |
 
 A file over `max_file_bytes`, of an unsupported kind, unreadable or failing
@@ -31,7 +31,7 @@ from typing import Any, Literal
 from aiogram import Bot
 from aiogram.types import Message
 
-from app.media import read_document
+from app.reading import DocumentUnreadable, ReadLimits, read_document
 from bot.retry import with_backoff
 from bot.texts import Texts
 from core.metrics import FILE_DOWNLOAD
@@ -172,10 +172,27 @@ async def download(bot: Bot, file: IncomingFile) -> bytes:
     return await with_backoff(fetch, what=f"download of {file.name}")
 
 
+def unreadable_reply(texts: Texts, name: str, error: DocumentUnreadable) -> str:
+    replies = {
+        "too_complex": texts.document_too_complex,
+        "encrypted": texts.document_encrypted,
+        "binary": texts.document_binary,
+    }
+    return replies.get(error.reason, texts.unsupported_file).format(name=name)
+
+
 async def prepare_group(
-    bot: Bot, messages: list[Message], texts: Texts, *, max_file_bytes: int, max_document_chars: int
+    bot: Bot,
+    messages: list[Message],
+    texts: Texts,
+    *,
+    max_file_bytes: int,
+    max_document_chars: int,
+    read_limits: ReadLimits | None = None,
 ) -> PreparedGroup:
-    """The group's text (documents inlined) and media parts, downloads in parallel."""
+    """The group's text (documents inlined) and media parts, downloads in parallel;
+    documents read within `read_limits` (`app.reading`)."""
+    read_limits = read_limits or ReadLimits(max_chars=max_document_chars)
     prepared = PreparedGroup(text="")
     files = [file for message in messages if (file := incoming_file(message)) is not None]
     usable = []
@@ -212,10 +229,10 @@ async def prepare_group(
             )
             continue
         try:
-            content = await asyncio.to_thread(read_document, data, file.kind)
-        except ValueError as error:
-            log.warning("could not read %s: %r", file.name, error)
-            prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
+            content = await read_document(data, file.kind, read_limits)
+        except DocumentUnreadable as error:
+            log.warning("could not read %s: %s", file.name, error)
+            prepared.problems.append((file.message, unreadable_reply(texts, file.name, error)))
             continue
         prepared.documents.append((file, content[:max_document_chars]))
         if len(content) > max_document_chars:
