@@ -30,6 +30,7 @@ from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage, parse_timestamp
+from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
 
@@ -122,7 +123,7 @@ class AnswerText:
         """Take one chunk; whether it added to the text."""
         if chunk.id != self.call_id:
             self.call_id, self.text = chunk.id, ""
-        piece = chunk.text
+        piece = valid_text(chunk.text)
         self.text += piece
         return bool(piece)
 
