@@ -89,6 +89,7 @@ async def answer_stored(
     text alone).
     `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
     while `on_text` streams it."""
+    text = valid_text(text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
     # One thread per turn (its messages channel must not pile up across turns), named

@@ -36,16 +36,17 @@ is returned as it is, without running them: the LoCoMo context assembly's 73,000
 took 0.25 s instead of 0.70 s under cProfile."""
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def valid_text(text: str) -> str:
-    """Text every encoder takes (UTF-8, UTF-16, PostgreSQL, SQLite, JSON): each lone UTF-16
-    surrogate, the one code point a `str` can hold that UTF-8 cannot encode, becomes
-    U+FFFD. For text from outside (a model's reply, as a broken provider may escape it)."""
-    if text.isascii():
+    """Text every encoder and store takes alike (UTF-8, JSON, SQLite, PostgreSQL): each
+    lone UTF-16 surrogate (which UTF-8 cannot encode) and each NUL (which PostgreSQL's
+    text refuses) becomes U+FFFD. For text from outside: a model's reply, as a broken
+    provider may escape it, and whatever a store is given to keep."""
+    if text.isascii() and "\x00" not in text:
         return text
-    return _SURROGATES.sub("\ufffd", text)
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def valid_value(value: Any) -> Any:
