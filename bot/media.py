@@ -159,17 +159,39 @@ def _label(message: Message, texts: Texts) -> str:
     return texts.document.format(name=file.name)
 
 
-async def download(bot: Bot, file: IncomingFile) -> bytes:
+class FileTooLarge(Exception):
+    """A download that grew past its cap, whatever size the server declared."""
+
+
+class CappedBuffer(io.BytesIO):
+    """A download's bytes, refused past `cap`: the stream stops there."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.cap:
+            raise FileTooLarge(f"over {self.cap} bytes")
+        return super().write(data)
+
+
+async def download(bot: Bot, file: IncomingFile, cap: int) -> bytes:
+    """The file's bytes, at most `cap` of them (`FileTooLarge` past it)."""
     telegram_file = await bot.get_file(file.file_id)
     if telegram_file.file_path is None:
         raise FileNotFoundError(file.name)
 
     async def fetch() -> bytes:
-        buffer = io.BytesIO()
+        buffer = CappedBuffer(cap)
         await bot.download_file(telegram_file.file_path, buffer)
         return buffer.getvalue()
 
     return await with_backoff(fetch, what=f"download of {file.name}")
+
+
+def too_large(texts: Texts, file: IncomingFile, max_file_bytes: int) -> str:
+    return texts.file_too_large.format(name=file.name, limit_mb=max_file_bytes // (1024 * 1024))
 
 
 def unreadable_reply(texts: Texts, name: str, error: DocumentUnreadable) -> str:
@@ -200,20 +222,20 @@ async def prepare_group(
         if file.kind == "unsupported":
             prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
         elif file.size is not None and file.size > max_file_bytes:
-            limit_mb = max_file_bytes // (1024 * 1024)
-            prepared.problems.append(
-                (file.message, texts.file_too_large.format(name=file.name, limit_mb=limit_mb))
-            )
+            prepared.problems.append((file.message, too_large(texts, file, max_file_bytes)))
         else:
             usable.append(file)
     started = time.perf_counter()
     downloads = await asyncio.gather(
-        *(download(bot, file) for file in usable), return_exceptions=True
+        *(download(bot, file, max_file_bytes) for file in usable), return_exceptions=True
     )
     if usable:
         FILE_DOWNLOAD.observe(time.perf_counter() - started)
     inlined: dict[int, str] = {}
     for file, data in zip(usable, downloads, strict=True):
+        if isinstance(data, FileTooLarge):
+            prepared.problems.append((file.message, too_large(texts, file, max_file_bytes)))
+            continue
         if isinstance(data, BaseException):
             log.warning("download of %s failed: %r", file.name, data)
             prepared.problems.append((file.message, texts.download_failed.format(name=file.name)))

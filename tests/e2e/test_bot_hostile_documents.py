@@ -142,3 +142,18 @@ async def test_sigterm_during_a_read_stops_the_bot_within_its_shutdown_timeout(
     for pid in readers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_a_download_past_the_cap_stops_whatever_the_server_declared(
+    make_deps: Callable[..., Deps],
+) -> None:
+    async with running_bot(
+        make_deps, [BORIS], turn_wait_s=0.1, max_file_bytes=1024 * 1024
+    ) as running:
+        running.api.send_document(
+            BORIS, b"x" * (8 * 1024 * 1024), file_name="small.txt", mime_type="text/plain",
+            declared_size=4096,
+        )  # fmt: skip
+        [reply] = await running.api.wait_for_sent(BORIS.id, 1)
+    assert reply.result["text"] == ENGLISH.file_too_large.format(name="small.txt", limit_mb=1)
+    assert running.turns == [], "nothing of it was read"
