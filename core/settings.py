@@ -196,7 +196,8 @@ class Settings(BaseSettings):
         default=20 * 1024 * 1024, description="Largest file the bot downloads (Bot API: 20 MB)."
     )
     max_document_chars: int = Field(
-        default=100_000, description="Text taken from one PDF or text document."
+        default=100_000,
+        description="Text taken from one PDF or text document, or kept of one transcript.",
     )
     document_read_cpu_s: float = Field(
         default=10.0, description="CPU seconds one PDF's reading may use (its worker process)."

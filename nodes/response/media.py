@@ -185,7 +185,8 @@ def make_save(deps: Deps):
     def save_texts(user_id: int, items: list[MediaItem], texts: dict[int, str]) -> list[int]:
         saved = []
         for item in items:
-            text = texts.get(item["message_id"])
+            # A transcript or description is kept up to a document's length.
+            text = (texts.get(item["message_id"]) or "")[: deps.settings.max_document_chars]
             if not text:
                 continue
             with deps.store.atomic():

@@ -174,3 +174,19 @@ async def test_an_edited_caption_keeps_what_the_photo_showed(
         "[photo] my old bike A red bicycle by a blue door."
     )
     assert deps.store.attachments.passages_of_messages(1, [photo["message_id"]]) == []
+
+
+async def test_a_huge_transcript_is_kept_up_to_a_documents_length(
+    with_endpoint, server: ScriptedOpenAI
+) -> None:
+    deps = with_endpoint(max_document_chars=1000)
+    server.script_transcripts("word " * 200_000)
+    item = stored_item(deps, LABEL)
+
+    await MediaDigester(deps).digest(1, [item])
+
+    content = content_of(deps, item["message_id"])
+    assert content.startswith(f"{LABEL} word word")
+    assert len(content) <= len(LABEL) + 1 + 1000
+    [attachment] = deps.store.attachments.of_messages(1, [item["message_id"]])
+    assert len(attachment["content"]) <= 1000
