@@ -2,8 +2,7 @@
 front end: documents kept as attachments in passages, voice and photos turned into text
 by the media graph, and edited messages re-stored.
 
-Documents are read with langchain-community's parsers (`PyPDFParser` over pypdf, from
-bytes: no temporary file) and split by langchain-text-splitters'
+Documents are read within bounds by `app.reading` and split by langchain-text-splitters'
 `RecursiveCharacterTextSplitter` at paragraph, line, sentence and word boundaries.
 """
 
@@ -32,33 +31,6 @@ PASSAGE_OVERLAP = 100
 MEDIA_MIME_PREFIXES = ("audio/", "image/")
 """Attachments that hold a transcript or a description (not a document's text)."""
 """A sentence cut by a boundary is whole in one of the two passages."""
-
-
-def read_document(data: bytes, kind: Literal["pdf", "text"]) -> str:
-    """A document's text: a PDF's pages joined by blank lines, or decoded text.
-
-    Raises `ValueError` for a file that cannot be read (pypdf's errors included)."""
-    if kind == "text":
-        return decode_text(data)
-    from langchain_community.document_loaders.parsers.pdf import PyPDFParser
-    from langchain_core.documents.base import Blob
-    from pypdf.errors import PyPdfError
-
-    try:
-        pages = PyPDFParser().lazy_parse(Blob.from_data(data, mime_type="application/pdf"))
-        texts = [page.page_content.strip() for page in pages]
-    except PyPdfError as error:
-        raise ValueError(f"unreadable PDF: {error}") from error
-    return "\n\n".join(text for text in texts if text)
-
-
-def decode_text(data: bytes) -> str:
-    for encoding in ("utf-8-sig", "cp1251"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace")
 
 
 def split_passages(text: str) -> list[str]:

@@ -30,6 +30,7 @@ from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage, parse_timestamp
+from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
 
@@ -88,6 +89,7 @@ async def answer_stored(
     text alone).
     `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
     while `on_text` streams it."""
+    text = valid_text(text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
     # One thread per turn (its messages channel must not pile up across turns), named
@@ -122,7 +124,7 @@ class AnswerText:
         """Take one chunk; whether it added to the text."""
         if chunk.id != self.call_id:
             self.call_id, self.text = chunk.id, ""
-        piece = chunk.text
+        piece = valid_text(chunk.text)
         self.text += piece
         return bool(piece)
 

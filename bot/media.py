@@ -10,7 +10,7 @@ memory keeps (issue 14, `app.media`):
 |---|---|---|
 | photo, image document | an image part (base64) | the label and the describer's description |
 | voice, audio | an audio part (base64) | the label and the transcript |
-| PDF | its text (langchain-community's pypdf parser) | the text in passages, with its file name |
+| PDF | its text (pypdf in a bounded worker process) | the text in passages, with its file name |
 | text document | its text, inline up to `max_document_chars` | the same text in passages |
 
 A file over `max_file_bytes`, of an unsupported kind, unreadable or failing
@@ -31,7 +31,7 @@ from typing import Any, Literal
 from aiogram import Bot
 from aiogram.types import Message
 
-from app.media import read_document
+from app.reading import DocumentUnreadable, ReadLimits, read_document
 from bot.retry import with_backoff
 from bot.texts import Texts
 from core.metrics import FILE_DOWNLOAD
@@ -159,23 +159,62 @@ def _label(message: Message, texts: Texts) -> str:
     return texts.document.format(name=file.name)
 
 
-async def download(bot: Bot, file: IncomingFile) -> bytes:
+class FileTooLarge(Exception):
+    """A download that grew past its cap, whatever size the server declared."""
+
+
+class CappedBuffer(io.BytesIO):
+    """A download's bytes, refused past `cap`: the stream stops there."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.cap:
+            raise FileTooLarge(f"over {self.cap} bytes")
+        return super().write(data)
+
+
+async def download(bot: Bot, file: IncomingFile, cap: int) -> bytes:
+    """The file's bytes, at most `cap` of them (`FileTooLarge` past it)."""
     telegram_file = await bot.get_file(file.file_id)
     if telegram_file.file_path is None:
         raise FileNotFoundError(file.name)
 
     async def fetch() -> bytes:
-        buffer = io.BytesIO()
+        buffer = CappedBuffer(cap)
         await bot.download_file(telegram_file.file_path, buffer)
         return buffer.getvalue()
 
     return await with_backoff(fetch, what=f"download of {file.name}")
 
 
+def too_large(texts: Texts, file: IncomingFile, max_file_bytes: int) -> str:
+    return texts.file_too_large.format(name=file.name, limit_mb=max_file_bytes // (1024 * 1024))
+
+
+def unreadable_reply(texts: Texts, name: str, error: DocumentUnreadable) -> str:
+    replies = {
+        "too_complex": texts.document_too_complex,
+        "encrypted": texts.document_encrypted,
+        "binary": texts.document_binary,
+    }
+    return replies.get(error.reason, texts.unsupported_file).format(name=name)
+
+
 async def prepare_group(
-    bot: Bot, messages: list[Message], texts: Texts, *, max_file_bytes: int, max_document_chars: int
+    bot: Bot,
+    messages: list[Message],
+    texts: Texts,
+    *,
+    max_file_bytes: int,
+    max_document_chars: int,
+    read_limits: ReadLimits | None = None,
 ) -> PreparedGroup:
-    """The group's text (documents inlined) and media parts, downloads in parallel."""
+    """The group's text (documents inlined) and media parts, downloads in parallel;
+    documents read within `read_limits` (`app.reading`)."""
+    read_limits = read_limits or ReadLimits(max_chars=max_document_chars)
     prepared = PreparedGroup(text="")
     files = [file for message in messages if (file := incoming_file(message)) is not None]
     usable = []
@@ -183,20 +222,20 @@ async def prepare_group(
         if file.kind == "unsupported":
             prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
         elif file.size is not None and file.size > max_file_bytes:
-            limit_mb = max_file_bytes // (1024 * 1024)
-            prepared.problems.append(
-                (file.message, texts.file_too_large.format(name=file.name, limit_mb=limit_mb))
-            )
+            prepared.problems.append((file.message, too_large(texts, file, max_file_bytes)))
         else:
             usable.append(file)
     started = time.perf_counter()
     downloads = await asyncio.gather(
-        *(download(bot, file) for file in usable), return_exceptions=True
+        *(download(bot, file, max_file_bytes) for file in usable), return_exceptions=True
     )
     if usable:
         FILE_DOWNLOAD.observe(time.perf_counter() - started)
     inlined: dict[int, str] = {}
     for file, data in zip(usable, downloads, strict=True):
+        if isinstance(data, FileTooLarge):
+            prepared.problems.append((file.message, too_large(texts, file, max_file_bytes)))
+            continue
         if isinstance(data, BaseException):
             log.warning("download of %s failed: %r", file.name, data)
             prepared.problems.append((file.message, texts.download_failed.format(name=file.name)))
@@ -212,10 +251,10 @@ async def prepare_group(
             )
             continue
         try:
-            content = await asyncio.to_thread(read_document, data, file.kind)
-        except ValueError as error:
-            log.warning("could not read %s: %r", file.name, error)
-            prepared.problems.append((file.message, texts.unsupported_file.format(name=file.name)))
+            content = await read_document(data, file.kind, read_limits)
+        except DocumentUnreadable as error:
+            log.warning("could not read %s: %s", file.name, error)
+            prepared.problems.append((file.message, unreadable_reply(texts, file.name, error)))
             continue
         prepared.documents.append((file, content[:max_document_chars]))
         if len(content) > max_document_chars:

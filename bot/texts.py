@@ -42,6 +42,9 @@ class Texts:
     stats: str
     unsupported_file: str
     file_too_large: str
+    document_too_complex: str
+    document_encrypted: str
+    document_binary: str
     download_failed: str
     turn_failed: str
     photo: str
@@ -153,6 +156,9 @@ ENGLISH = Texts(
     ),
     unsupported_file="I can't read {name}: this kind of file isn't supported.",
     file_too_large="{name} is too large: I read files up to {limit_mb} MB.",
+    document_too_complex="{name} is too complex to read: I stopped reading it.",
+    document_encrypted="{name} is encrypted: send it without a password and I'll read it.",
+    document_binary="{name} isn't text: I can't read it as a text file.",
     download_failed="I couldn't download {name} from Telegram. Please send it again.",
     turn_failed="Something went wrong while answering. Your message is saved; try again later.",
     photo="[photo]",
@@ -252,6 +258,9 @@ RUSSIAN = Texts(
     ),
     unsupported_file="Не могу прочитать {name}: такой тип файла не поддерживается.",
     file_too_large="{name} слишком большой: я читаю файлы до {limit_mb} МБ.",
+    document_too_complex="{name} слишком сложен для чтения: я прекратил его читать.",
+    document_encrypted="{name} зашифрован: пришлите его без пароля, и я его прочитаю.",
+    document_binary="{name} — не текст: я не могу прочитать его как текстовый файл.",
     download_failed="Не удалось скачать {name} из Telegram. Пришлите его ещё раз.",
     turn_failed="Не получилось ответить. Сообщение сохранено — попробуйте чуть позже.",
     photo="[фото]",

@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         StoreError,
         VectorStoreUnavailable,
     )
-    from core.logs import configure_logging
+    from core.logs import configure_logging, redact, secrets_of
 
     try:
         settings = settings_for(args)
@@ -177,17 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    configure_logging(args.verbose, settings.log_format == "json")
+    configure_logging(args.verbose, settings.log_format == "json", secrets_of(settings))
     try:
         asyncio.run(run(args))
     except (SessionFormatError, StoreError, CommandError, ConfigurationError) as error:
-        print(f"topica: error: {error}", file=sys.stderr)
+        print(redact(f"topica: error: {error}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except sqlite3.OperationalError as error:
-        print(f"topica: error: database unavailable: {error}", file=sys.stderr)
+        print(redact(f"topica: error: database unavailable: {error}"), file=sys.stderr)
         return EXIT_UNAVAILABLE
     except ServiceUnavailable as error:
-        print(f"topica: error: {error}", file=sys.stderr)
+        print(redact(f"topica: error: {error}"), file=sys.stderr)
         return EXIT_UNAVAILABLE
     except BrokenPipeError:
         # The reader went away (`topica topics --json | head -1`): stop quietly, and
@@ -196,8 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except VectorStoreUnavailable as error:
         print(
-            f"topica: error: {error} (everything received is stored; "
-            "it is indexed on the next run)",
+            redact(
+                f"topica: error: {error} (everything received is stored; "
+                "it is indexed on the next run)"
+            ),
             file=sys.stderr,
         )
         return EXIT_UNAVAILABLE

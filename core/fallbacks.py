@@ -49,9 +49,10 @@ SearchFallback = Literal["vectors_unavailable"]
 """The search's: the vector store is down, so full-text search alone found the candidates
 (the hybrid search degrades; the turn's message is embedded later from the queue)."""
 
-TranscribeFallback = Literal["no_endpoint", "api_error", "timeout", "empty_reply"]
+TranscribeFallback = Literal["no_endpoint", "api_error", "timeout", "invalid_output", "empty_reply"]
 """The transcription endpoint's: the multimodal describer transcribes instead.
-`no_endpoint`: no `TOPICA_TRANSCRIPTION_BASE_URL` is set."""
+`no_endpoint`: no `TOPICA_TRANSCRIPTION_BASE_URL` is set; `invalid_output`: a reply that
+is not the JSON object `{"text": "..."}`."""
 
 DescribeFallback = TextFallback
 """The Describer's (a transcript or a photo description): the media's label stays the

@@ -196,7 +196,22 @@ class Settings(BaseSettings):
         default=20 * 1024 * 1024, description="Largest file the bot downloads (Bot API: 20 MB)."
     )
     max_document_chars: int = Field(
-        default=100_000, description="Text taken from one PDF or text document."
+        default=100_000,
+        description="Text taken from one PDF or text document, or kept of one transcript.",
+    )
+    document_read_cpu_s: float = Field(
+        default=10.0, description="CPU seconds one PDF's reading may use (its worker process)."
+    )
+    document_read_timeout_s: float = Field(
+        default=20.0, description="Wall-clock seconds one PDF's reading may take."
+    )
+    document_read_memory_mb: int = Field(
+        default=1024, description="Address space of the process reading one PDF, in MB."
+    )
+    document_max_pages: int = Field(default=1000, description="Most pages of a PDF read.")
+    document_max_decompressed_bytes: int = Field(
+        default=50 * 1024 * 1024,
+        description="Most decompressed content-stream bytes of a PDF, counted per page.",
     )
     shutdown_timeout_s: float = Field(
         default=30.0, description="How long in-flight turns and memory runs may finish."

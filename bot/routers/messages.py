@@ -26,6 +26,7 @@ from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
 from app.media import MediaDigester, edit_message, index_passages, keep_document, media_item
+from app.reading import ReadLimits
 from app.turns import OnText
 from bot.drafts import drafts_for
 from bot.grouping import MessageGrouper
@@ -131,6 +132,7 @@ async def on_group(
         texts,
         max_file_bytes=settings.max_file_bytes,
         max_document_chars=settings.max_document_chars,
+        read_limits=ReadLimits.from_settings(settings),
     )
     for problem_message, reply in prepared.problems:
         await problem_message.reply(reply)

@@ -27,7 +27,7 @@ from core.state import MediaItem, MediaState
 from core.text import neutralize
 from core.tracing import user_key
 from nodes.shared.agent import call_agent, describe, is_timeout
-from nodes.shared.transcription import NoTranscriptionEndpoint, transcribe
+from nodes.shared.transcription import InvalidTranscription, NoTranscriptionEndpoint, transcribe
 from prompts import describer as prompt
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,12 @@ def make_transcribe(deps: Deps):
                 )
             except NoTranscriptionEndpoint:
                 text, reason = "", "no_endpoint"
+            except InvalidTranscription as error:
+                text, reason = "", "invalid_output"
+                log.warning(
+                    "user %s: transcription fell back: invalid_output: %s",
+                    user_key(context.user_id), error,
+                )  # fmt: skip
             except Exception as error:  # any endpoint failure takes the fallback edge
                 text = ""
                 reason = "timeout" if is_timeout(error) else "api_error"
@@ -179,7 +185,8 @@ def make_save(deps: Deps):
     def save_texts(user_id: int, items: list[MediaItem], texts: dict[int, str]) -> list[int]:
         saved = []
         for item in items:
-            text = texts.get(item["message_id"])
+            # A transcript or description is kept up to a document's length.
+            text = (texts.get(item["message_id"]) or "")[: deps.settings.max_document_chars]
             if not text:
                 continue
             with deps.store.atomic():

@@ -32,7 +32,7 @@ from core.fallbacks import AgentFallback
 from core.models import ModelRegistry
 from core.records import ID_RANGE
 from core.settings import AgentName
-from core.text import clip
+from core.text import clip, valid_value
 from core.tracing import user_key
 from nodes.shared.structured import (
     EmptyReplyError,
@@ -102,6 +102,22 @@ def checkpointable(reply: AIMessage) -> AIMessage:
     return reply if calls == reply.tool_calls else reply.model_copy(update={"tool_calls": calls})
 
 
+REPLY_FIELDS = ("content", "tool_calls", "invalid_tool_calls", "additional_kwargs")
+
+
+def valid_reply(reply: AIMessage) -> AIMessage:
+    """The reply with every string in its text and tool calls made valid (`valid_text`):
+    where a model's output enters Topica, so nothing downstream (drafts, splitting, the
+    stores, Chroma, logs) meets a lone surrogate."""
+    changed = {}
+    for name in REPLY_FIELDS:
+        value = getattr(reply, name)
+        valid = valid_value(value)
+        if valid != value:
+            changed[name] = valid
+    return reply.model_copy(update=changed) if changed else reply
+
+
 Request = Sequence[BaseMessage] | Callable[[], Awaitable[Sequence[BaseMessage]]]
 """The messages to send, or an async function building them (only called when the agent
 has a model, so the non-LLM path never pays for reading its material)."""
@@ -135,7 +151,7 @@ async def call_agent(
             reply, stopped = await asyncio.wait_for(
                 stream_reply(runnable, messages, stop), timeout_s
             )
-        reply = checkpointable(reply)
+        reply = checkpointable(valid_reply(reply))
         return AgentReply(reply, parse(reply), stopped)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"

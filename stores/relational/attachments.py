@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from core.errors import StoreError
 from core.records import AttachmentRow, PassageRow, now_iso
+from core.text import valid_text
 from stores.relational.database import Repository
 from stores.relational.rows import mark_pending, placeholders, plain_row
 
@@ -37,7 +38,7 @@ class AttachmentRepository(Repository):
             cursor = db.execute(
                 "INSERT INTO attachments (user_id, message_id, name, mime_type, content, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                (user_id, message_id, name, mime_type, content, now_iso()),
+                (user_id, message_id, valid_text(name), mime_type, valid_text(content), now_iso()),
             )
             attachment_id = cursor.fetchone()[0]
             passage_ids = []
@@ -45,7 +46,7 @@ class AttachmentRepository(Repository):
                 cursor = db.execute(
                     "INSERT INTO passages (user_id, attachment_id, message_id, position, content) "
                     "VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    (user_id, attachment_id, message_id, position, passage.strip()),
+                    (user_id, attachment_id, message_id, position, valid_text(passage.strip())),
                 )
                 passage_ids.append(cursor.fetchone()[0])
             mark_pending(db, user_id, "passages", passage_ids)

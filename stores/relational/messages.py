@@ -18,6 +18,7 @@ from core.records import (
     now_iso,
     parse_timestamp,
 )
+from core.text import valid_text, valid_value
 from stores.relational.database import Repository
 from stores.relational.rows import (
     ensure_user,
@@ -62,8 +63,8 @@ class MessageRepository(Repository):
                         next_seq,
                         message["external_id"],
                         message["role"],
-                        message.get("author"),
-                        message["content"],
+                        valid_value(message.get("author")),
+                        valid_value(message["content"]),
                         message["created_at"],
                         parse_timestamp(message["created_at"]).timestamp(),
                         segment,
@@ -89,6 +90,7 @@ class MessageRepository(Repository):
         message's topic, if archived, is marked for summarising again. None when the user
         has no such message; the row unchanged when the text is the same.
         """
+        content = valid_text(content)
         with self._db.transaction() as db:
             row = db.execute(
                 "SELECT content, topic_id FROM messages WHERE user_id = ? AND id = ?",

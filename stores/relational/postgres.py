@@ -40,6 +40,34 @@ BM25_K1, BM25_B = 1.2, 0.75  # FTS5's constants
 _PARAMETER = re.compile(r"\?")
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """A schema name written into SQL as it is (`TOPICA_DATABASE_SCHEMA`, `copy --schema`)."""
+RESERVED_WORDS = frozenset({
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric",
+    "authorization", "binary", "both", "case", "cast", "check", "collate", "collation",
+    "column", "concurrently", "constraint", "create", "cross", "current_catalog",
+    "current_date", "current_role", "current_schema", "current_time", "current_timestamp",
+    "current_user", "default", "deferrable", "desc", "distinct", "do", "else", "end", "except",
+    "false", "fetch", "for", "foreign", "freeze", "from", "full", "grant", "group", "having",
+    "ilike", "in", "initially", "inner", "intersect", "into", "is", "isnull", "join",
+    "lateral", "leading", "left", "like", "limit", "localtime", "localtimestamp", "natural",
+    "not", "notnull", "null", "offset", "on", "only", "or", "order", "outer", "overlaps",
+    "placing", "primary", "references", "returning", "right", "select", "session_user",
+    "similar", "some", "symmetric", "system_user", "table", "tablesample", "then", "to",
+    "trailing", "true", "union", "unique", "user", "using", "variadic", "verbose", "when",
+    "where", "window", "with",
+})  # fmt: skip
+"""PostgreSQL's reserved key words: not a schema name written as it is."""
+
+
+def check_schema_name(schema: str) -> None:
+    """Raises `StoreError` for a name that is no plain schema of Topica's own: not of
+    `SCHEMA_NAME`'s shape, a reserved word, or a system schema (`pg_…`,
+    `information_schema`)."""
+    if not SCHEMA_NAME.fullmatch(schema):
+        raise StoreError(f"not a schema name: {schema!r} (lower-case letters, digits, _)")
+    if schema in RESERVED_WORDS:
+        raise StoreError(f"not a schema name: {schema!r} is a reserved word")
+    if schema.startswith("pg_") or schema == "information_schema":
+        raise StoreError(f"not a schema name: {schema!r} is a system schema")
 
 
 def redacted(url: str) -> str:
@@ -110,8 +138,7 @@ class PostgresDatabase(Database):
     def __init__(
         self, url: str, schema: str = "public", pool_size: int = 8, timeout_s: float = 10.0
     ) -> None:
-        if not SCHEMA_NAME.fullmatch(schema):
-            raise StoreError(f"not a schema name: {schema!r} (lower-case letters, digits, _)")
+        check_schema_name(schema)
         self.path = redacted(url)
         self._url = url
         self.schema = schema

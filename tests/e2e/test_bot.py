@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import itertools
 import json
 import os
@@ -29,8 +28,6 @@ import pytest_asyncio
 from aiogram import Bot, Dispatcher
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from pypdf import PdfWriter
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from app.worker import MemoryWorker
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling, run_webhook
@@ -40,6 +37,8 @@ from bot.texts import ENGLISH, RUSSIAN
 from core.deps import Deps
 from stores.checkpoints import durable_checkpointer
 from tests.support.bot_api_server import ApiCall, FakeBotAPI, FakeUser, utf16_length
+from tests.support.bot_harness import round_trips
+from tests.support.hostile_files import small_pdf
 from tests.support.paths import ROOT
 from tests.support.processes import free_port
 
@@ -135,41 +134,7 @@ async def start_bot(make_deps: Callable[..., Deps]) -> AsyncIterator[Callable[..
         await instance.api.close()
 
 
-def small_pdf(text: str) -> bytes:
-    writer = PdfWriter()
-    page = writer.add_blank_page(width=420, height=200)
-    font = DictionaryObject(
-        {
-            NameObject("/Type"): NameObject("/Font"),
-            NameObject("/Subtype"): NameObject("/Type1"),
-            NameObject("/BaseFont"): NameObject("/Helvetica"),
-        }
-    )
-    page[NameObject("/Resources")] = DictionaryObject(
-        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
-    )
-    content = DecodedStreamObject()
-    content.set_data(f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode("latin-1"))
-    page[NameObject("/Contents")] = writer._add_object(content)
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()
-
-
 # -- conversation ----------------------------------------------------------------------
-
-
-async def round_trips(running: RunningBot, user: FakeUser, count: int) -> list[float]:
-    """Seconds from each text update being enqueued to the bot's reply reaching the server."""
-    api = running.api
-    timings = []
-    for index in range(count):
-        already = len(api.sent_messages(user.id))
-        api.send_text(user, f"Question {index}: what did I tell you about Lisbon and Olga?")
-        update_id = max(api.enqueued_at)
-        replies = await api.wait_for_sent(user.id, already + 1)
-        timings.append(replies[-1].at - api.enqueued_at[update_id])
-    return timings
 
 
 def report(label: str, timings: list[float]) -> None:
@@ -200,7 +165,7 @@ async def test_text_round_trip_replies_and_stores_both_sides(start_bot) -> None:
     assert [row["role"] for row in rows] == ["user", "assistant"]
     assert rows[1]["content"].strip()
 
-    timings = await round_trips(running, ALICE, 5)
+    timings = await round_trips(running.api, ALICE, 5)
     report("text round trip", timings)
     assert statistics.median(timings) < 10
 
@@ -208,8 +173,8 @@ async def test_text_round_trip_replies_and_stores_both_sides(start_bot) -> None:
 async def test_round_trip_with_the_durable_checkpointer(start_bot, make_settings, tmp_path) -> None:
     async with durable_checkpointer(make_settings(tmp_path / "checkpoints")) as checkpointer:
         running = await start_bot(checkpointer=checkpointer)
-        await round_trips(running, ALICE, 1)
-        timings = await round_trips(running, ALICE, 5)
+        await round_trips(running.api, ALICE, 1)
+        timings = await round_trips(running.api, ALICE, 5)
         await running.stop()
     report("text round trip, durable checkpointer", timings)
     assert len(running.turns) == 6

@@ -15,7 +15,7 @@ import pytest
 from app.media import MediaDigester, media_item
 from core.deps import Deps
 from core.records import NewMessage
-from tests.support.openai_server import ScriptedOpenAI, delay, http_error, reply
+from tests.support.openai_server import RawBody, ScriptedOpenAI, delay, http_error, reply
 
 VOICE = b"OggS" + bytes(range(256)) * 4
 PHOTO = b"\xff\xd8\xff" + b"\x10" * 600
@@ -80,8 +80,13 @@ async def test_the_endpoint_transcribes_and_the_transcript_is_searchable(
         (http_error(500), "api_error"),
         (delay(3.0, then=TRANSCRIPT), "timeout"),
         ("  ", "empty_reply"),
+        (RawBody(b'"just a string"'), "invalid_output"),
+        (RawBody(b'{"text": {"nested": "dict"}}'), "invalid_output"),
+        (RawBody(b'{"text": "caf\xe9 au lait"}'), "invalid_output"),
+        (RawBody(b"<html>502 Bad Gateway</html>", "text/html"), "invalid_output"),
+        (RawBody(b'{"transcript": "wrong key"}'), "invalid_output"),
     ],
-    ids=["http-500", "timeout", "empty"],
+    ids=["http-500", "timeout", "empty", "string", "dict-text", "not-utf8", "html", "no-text"],
 )
 async def test_a_failing_endpoint_takes_the_edge_to_the_describer(
     with_endpoint, server: ScriptedOpenAI, failure: Any, reason: str
@@ -169,3 +174,19 @@ async def test_an_edited_caption_keeps_what_the_photo_showed(
         "[photo] my old bike A red bicycle by a blue door."
     )
     assert deps.store.attachments.passages_of_messages(1, [photo["message_id"]]) == []
+
+
+async def test_a_huge_transcript_is_kept_up_to_a_documents_length(
+    with_endpoint, server: ScriptedOpenAI
+) -> None:
+    deps = with_endpoint(max_document_chars=1000)
+    server.script_transcripts("word " * 200_000)
+    item = stored_item(deps, LABEL)
+
+    await MediaDigester(deps).digest(1, [item])
+
+    content = content_of(deps, item["message_id"])
+    assert content.startswith(f"{LABEL} word word")
+    assert len(content) <= len(LABEL) + 1 + 1000
+    [attachment] = deps.store.attachments.of_messages(1, [item["message_id"]])
+    assert len(attachment["content"]) <= 1000

@@ -45,6 +45,20 @@ class RunningBot:
         return [turn for turn in self.turns if turn.user_id == user.id]
 
 
+async def round_trips(
+    api: FakeBotAPI, user: FakeUser, count: int, *, within_s: float = 30.0
+) -> list[float]:
+    """Seconds from each text update being enqueued to the bot's reply reaching the server."""
+    timings = []
+    for index in range(count):
+        already = len(api.sent_messages(user.id))
+        api.send_text(user, f"Question {index}: what did I tell you about Lisbon and Olga?")
+        update_id = max(api.enqueued_at)
+        replies = await api.wait_for_sent(user.id, already + 1, within_s=within_s)
+        timings.append(replies[-1].at - api.enqueued_at[update_id])
+    return timings
+
+
 @asynccontextmanager
 async def running_bot(
     make_deps: Callable[..., Deps],

@@ -203,6 +203,14 @@ class Delay:
 
 
 @dataclass(frozen=True)
+class RawBody:
+    """A reply of any shape: these bytes with status 200 (a broken provider or proxy)."""
+
+    body: bytes
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
 class DropConnection:
     """Close the TCP connection without sending any response bytes."""
 
@@ -363,7 +371,7 @@ class ScriptedOpenAI:
         self.errors: list[BaseException] = []
         self.streams: list[StreamRecord] = []
         self._steps: deque[Step] = deque()
-        self._transcripts: deque[str | HttpError | Delay | DropConnection] = deque()
+        self._transcripts: deque[str | HttpError | Delay | DropConnection | RawBody] = deque()
         self._ids = itertools.count(1)
         self._call_ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -465,7 +473,9 @@ class ScriptedOpenAI:
         self._steps.extend(steps)
         return self
 
-    def script_transcripts(self, *steps: str | HttpError | Delay | DropConnection) -> None:
+    def script_transcripts(
+        self, *steps: str | HttpError | Delay | DropConnection | RawBody
+    ) -> None:
         """Append replies of the transcription endpoint: a transcript text, or a failure."""
         self._transcripts.extend(steps)
 
@@ -558,6 +568,8 @@ class ScriptedOpenAI:
             return await self._drop(request)
         if isinstance(step, HttpError):
             return self._error_response(step)
+        if isinstance(step, RawBody):
+            return web.Response(body=step.body, headers={"Content-Type": step.content_type})
         return web.json_response({"text": step})
 
     async def _handle_chat(self, request: web.Request) -> web.StreamResponse:

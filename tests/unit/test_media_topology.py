@@ -6,7 +6,7 @@ from core.deps import Deps
 from graphs.media import build_media_graph
 from tests.unit.test_memory_topology import mermaid_edges
 
-TRANSCRIBE_FALLBACK = "no_endpoint / api_error / timeout / empty_reply"
+TRANSCRIBE_FALLBACK = "no_endpoint / api_error / timeout / invalid_output / empty_reply"
 DESCRIBE_FALLBACK = "no_model / api_error / timeout / empty_reply"
 
 

@@ -1,0 +1,154 @@
+"""Fuzz tier for the model boundary: a scripted OpenAI-compatible server on loopback
+streams arbitrary text (lone surrogates and NUL included), tool calls with arbitrary
+arguments, broken JSON and arbitrary transcription bodies. Every call ends with a reply
+whose strings any encoder takes, or with a typed fallback; no exception escapes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
+from pydantic import BaseModel
+
+from core.fallbacks import AgentFallback
+from core.models import ModelRegistry
+from core.settings import Settings
+from nodes.shared.agent import AgentReply, call_agent, call_agent_json
+from nodes.shared.transcription import InvalidTranscription, transcribe
+from tests.support.openai_server import RawBody, ScriptedOpenAI, raw_content, reply, tool_call
+
+FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+QUESTION = [HumanMessage("What did I say?")]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+class Verdict(BaseModel):
+    keep: bool
+    reason: str
+
+
+def encodable(value: Any) -> None:
+    json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+
+
+class Boundary:
+    """One scripted server and event loop for all of a test's examples."""
+
+    def __init__(self) -> None:
+        self.runner = asyncio.Runner()
+        self.server = self.runner.run(ScriptedOpenAI().start())
+        self.models = ModelRegistry.fixed(
+            {"responder": self.server.chat_model(timeout=10), "extractor": self.server.chat_model()}
+        )
+
+    def run(self, coroutine: Any) -> Any:
+        return self.runner.run(coroutine)
+
+    def close(self) -> None:
+        self.runner.run(self.server.stop())
+        self.runner.close()
+
+
+def fuzz_with_boundary(test: Any) -> Any:
+    def wrapper() -> None:
+        boundary = Boundary()
+        try:
+            test(boundary)
+        finally:
+            boundary.close()
+
+    wrapper.__name__ = test.__name__
+    return wrapper
+
+
+def checked(result: Any) -> Any:
+    assert isinstance(result, AgentReply | AgentFallback), result
+    if isinstance(result, AgentFallback):
+        assert result.reason in ("empty_reply", "invalid_output"), result
+        return None
+    encodable(result.value if isinstance(result.value, str) else result.value.model_dump())
+    encodable(result.message.content)
+    encodable(result.message.tool_calls)
+    return result.value
+
+
+@fuzz_with_boundary
+def test_streamed_and_whole_text(boundary: Boundary) -> None:
+    @FUZZ
+    @given(text=st.text(max_size=60), streamed=st.booleans())
+    def case(text: str, streamed: bool) -> None:
+        boundary.server.clear_script()
+        boundary.server.script(reply(text))
+        stop = asyncio.Event() if streamed else None
+        value = checked(
+            boundary.run(call_agent(boundary.models, "responder", QUESTION, user_id=1, stop=stop))
+        )
+        if value is not None:
+            assert "\x00" not in value and len(value) <= len(text)
+
+    case()
+
+
+@fuzz_with_boundary
+def test_tool_call_arguments(boundary: Boundary) -> None:
+    @FUZZ
+    @given(args=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4))
+    def case(args: dict[str, Any]) -> None:
+        boundary.server.clear_script()
+        boundary.server.script(tool_call("search_history", args))
+        result = boundary.run(
+            call_agent(
+                boundary.models, "responder", QUESTION, user_id=1, parse=lambda message: "",
+                stop=asyncio.Event(),
+            )
+        )  # fmt: skip
+        checked(result)
+
+    case()
+
+
+@fuzz_with_boundary
+def test_broken_json_for_a_schema(boundary: Boundary) -> None:
+    @FUZZ
+    @given(text=st.text(max_size=80) | JSON_VALUES.map(json.dumps))
+    def case(text: str) -> None:
+        boundary.server.clear_script()
+        boundary.server.script(raw_content(text))
+        result = boundary.run(
+            call_agent_json(boundary.models, "extractor", QUESTION, Verdict, user_id=1)
+        )
+        value = checked(result)
+        assert value is None or isinstance(value, Verdict)
+
+    case()
+
+
+@fuzz_with_boundary
+def test_transcription_bodies(boundary: Boundary) -> None:
+    @FUZZ
+    @given(body=st.binary(max_size=80) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+    def case(body: bytes) -> None:
+        boundary.server.clear_script()
+        boundary.server.script_transcripts(RawBody(body))
+        try:
+            text = boundary.run(
+                transcribe(
+                    Settings(_env_file=None, llm_max_retries=0), b"RIFF", name="v.ogg",
+                    mime_type="audio/ogg", base_url=boundary.server.base_url, model="whisper",
+                    timeout_s=5,
+                )
+            )  # fmt: skip
+        except InvalidTranscription:
+            return
+        encodable(text)
+        assert "\x00" not in text
+
+    case()
