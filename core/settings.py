@@ -101,6 +101,12 @@ class Settings(BaseSettings):
         default="max_completion_tokens",
         description="The request field the endpoint reads as a reply's token limit.",
     )
+    turn_deadline_s: float = Field(
+        default=90.0,
+        ge=0,
+        description="A turn's deadline: past it the user gets what was recalled, with a "
+        "note; 0 = none.",
+    )
     splitter_max_tokens: int = Field(default=2048, gt=0)
     merger_max_tokens: int = Field(default=512, gt=0)
     archivist_max_tokens: int = Field(default=1024, gt=0)
