@@ -128,6 +128,21 @@ def is_timeout(error: BaseException) -> bool:
     return isinstance(error, TimeoutError | httpx.TimeoutException)
 
 
+def is_cut_short(error: BaseException) -> bool:
+    """The reply reached its token limit before its JSON was complete (the OpenAI client
+    refuses to parse it)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(error, openai.LengthFinishReasonError)
+
+
+def provider_fallback(error: BaseException) -> AgentFallback:
+    """The typed reason of a call that raised: a reply cut at its token limit is output
+    of the wrong shape, the rest the provider's failure or a timeout."""
+    if is_cut_short(error):
+        return AgentFallback("invalid_output", "the reply reached its token limit unfinished")
+    return AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
+
+
 def text_of(reply: AIMessage) -> str:
     """The reply's text, stripped; raises `EmptyReplyError` when there is none."""
     text = message_text(reply).strip()
@@ -218,7 +233,7 @@ async def call_agent(
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
         fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
     except Exception as error:  # any provider failure becomes the agent's fallback edge
-        fallback = AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
+        fallback = provider_fallback(error)
     log.warning("user %s: %s fell back: %s", user_key(user_id), agent, fallback)
     LEDGER.record(agent, fallback.reason, reply, started)
     return fallback
