@@ -38,6 +38,16 @@ def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def rows_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A plain table of text cells, the first column left-aligned, the rest right."""
+    table = Table()
+    for index, column in enumerate(header):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
 def llm_probe_table(result: dict[str, Any]) -> Table:
     """`topica doctor --llm`: each capability, honoured or not, and what came back."""
     table = Table(title=escape(f"{result['endpoint']} ({result['model']})"))
