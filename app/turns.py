@@ -129,7 +129,7 @@ async def answer_stored(
         answer = f"{note}\n\n{state.get('answer', '')}"
         state = {**state, "answer": answer, "deadline_exceeded": True}
     result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
-    return {**result, "deadline_exceeded": bool(state.get("deadline_exceeded"))}
+    return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
 
 
 def without_models(deps: Deps) -> Deps:
@@ -221,9 +221,10 @@ async def run_turn(
     on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
-    "llm_calls", ...}` (`app.views.turn_result`). The message is stored under `external_id`
-    (a fresh `turn-…` id if None); with a checkpointer, the run is checkpointed on a thread
-    of its own; `on_text` sees the answer while it is written."""
+    "llm_calls", ...}` (`app.views.turn_result`; `"deadline_exceeded": True` added when the
+    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). The message is
+    stored under `external_id` (a fresh `turn-…` id if None); with a checkpointer, the run
+    is checkpointed on a thread of its own; `on_text` sees the answer while it is written."""
     graph = compile_response_graph(deps, checkpointer)
     return await answer_turn(
         graph, deps, user_id, text, now_iso=now_iso, external_id=external_id, on_text=on_text
