@@ -19,7 +19,7 @@ from tests.support.services import closing_each
 
 TINY_MODEL_SETTINGS: dict[str, Any] = {
     "llm_model": MODEL_NAME,
-    "llm_timeout_s": 30.0,
+    "llm_timeout_s": 20.0,
     "llm_max_retries": 0,
     # What `topica doctor --llm` finds in llama.cpp's server (test_doctor_llm checks it).
     "llm_named_tool_choice": False,
@@ -35,7 +35,7 @@ TINY_MODEL_SETTINGS: dict[str, Any] = {
     "reranker_max_tokens": 64,
     "responder_max_tokens": 96,
     "summariser_max_tokens": 96,
-    "turn_deadline_s": 45.0,
+    "turn_deadline_s": 30.0,
 }
 
 
