@@ -304,6 +304,8 @@ async def cmd_doctor(args: argparse.Namespace, deps: Deps) -> None:
     """compare the vector index with the stored records; --repair sets it right; --llm
     probes the chat endpoint"""
     if args.llm:
+        from cli.deployment import doctor_llm
+
         await doctor_llm(args)
         return
     from app.doctor import doctor
@@ -320,23 +322,6 @@ async def cmd_doctor(args: argparse.Namespace, deps: Deps) -> None:
     else:
         out.print(doctor_table(result["reports"]))
         out.print("consistent" if result["consistent"] else "[bold red]inconsistent[/]")
-
-
-async def doctor_llm(args: argparse.Namespace) -> None:
-    """`topica doctor --llm`: each capability of the endpoint, and the settings to use."""
-    from app.llm_probe import probe_endpoint
-    from cli.output import llm_probe_table, out, print_json
-
-    try:
-        result = await probe_endpoint(args.settings)
-    except ValueError as error:
-        raise CommandError(str(error)) from error
-    if args.json:
-        print_json(result)
-        return
-    out.print(llm_probe_table(result))
-    for name, value in result["settings"].items():
-        out.print(f"{name}={value}", markup=False, highlight=False)
 
 
 DEMO_QUESTIONS = (
