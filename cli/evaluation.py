@@ -200,3 +200,30 @@ async def cmd_bench_cost(args: argparse.Namespace, deps: Deps) -> None:
         print_json(result)
     else:
         show_cost(result, out)
+
+
+def bench_models_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
+    parser.add_argument("--messages", type=int, help="ingest only its first N messages")
+    parser.add_argument("--turns", type=int, default=3, help="questions answered after it")
+
+
+@subcommand("models", "json", configure=bench_models_arguments, group="bench")
+async def cmd_bench_models(args: argparse.Namespace, deps: Deps) -> None:
+    """each agent against the configured chat endpoint: accepted, repaired, fallbacks, tokens,
+    latency"""
+    from bench.models import bench_models, models_summary, models_table
+    from cli.output import out, print_json, rows_table
+
+    if not deps.settings.llm_model:
+        raise CommandError("no chat model configured (TOPICA_LLM_MODEL)")
+    if args.session is not None and not args.session.is_file():
+        raise CommandError(f"{args.session}: no such file")
+    if args.turns < 1 or (args.messages is not None and args.messages < 1):
+        raise CommandError("--turns and --messages must be at least 1")
+    result = await bench_models(deps, args.session, args.messages, args.turns)
+    if args.json:
+        print_json(result)
+        return
+    out.print(rows_table(*models_table(result)))
+    out.print(models_summary(result), markup=False)

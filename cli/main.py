@@ -130,6 +130,10 @@ async def run(args: argparse.Namespace) -> None:
     check_data_dir(settings.data_dir)
     if args.prepare is not None:
         args.prepare(args, settings)
+    if getattr(args, "llm", False):  # `doctor --llm` asks the endpoint, opens no store
+        args.settings = settings
+        await args.handler(args, None)
+        return
     if not args.writes and settings.database_url is None and not settings.sqlite_path.is_file():
         # A read-only command creates nothing: a mistyped --data-dir is reported, not made.
         raise CommandError(f"no data in {settings.data_dir}")

@@ -38,6 +38,27 @@ def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def rows_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A plain table of text cells, the first column left-aligned, the rest right."""
+    table = Table()
+    for index, column in enumerate(header):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def llm_probe_table(result: dict[str, Any]) -> Table:
+    """`topica doctor --llm`: each capability, honoured or not, and what came back."""
+    table = Table(title=escape(f"{result['endpoint']} ({result['model']})"))
+    for column in ("capability", "honoured", "reply"):
+        table.add_column(column)
+    for row in result["capabilities"]:
+        honoured = "[green]yes[/]" if row["honoured"] else "[red]no[/]"
+        table.add_row(row["capability"], honoured, escape(row["detail"]))
+    return table
+
+
 def doctor_table(reports: Sequence[dict[str, Any]]) -> Table:
     """`topica doctor`: per user and kind, records stored and indexed, and differences."""
     table = Table(title="Vector index against the store")

@@ -19,7 +19,8 @@ AgentFallbackReason = Literal["no_model", "api_error", "timeout", "invalid_outpu
 - `api_error`: the provider failed (HTTP error, dropped connection, refused request);
 - `timeout`: the call ran out of time;
 - `invalid_output`: the model answered, but not in the shape asked for (JSON that does not
-  parse or validate, a reply without the required tool call);
+  parse or validate, a reply without the required tool call, a reply cut at its token
+  limit);
 - `empty_reply`: the model answered with nothing usable.
 """
 

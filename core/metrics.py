@@ -36,6 +36,9 @@ def total(name: str, documentation: str, *labels: str) -> Counter:
     return Counter(f"topica_{name}", documentation, labels)
 
 
+# Every agent call: the reply accepted, repaired, or the fallback's reason.
+AGENT_CALLS = total("agent_calls", "Agent calls by outcome", "agent", "outcome")
+
 # Topic extraction and consolidation (seed 000).
 TOPICS_EXTRACTED = total("topics_extracted", "Topics created")
 SPLITTER_DURATION = seconds("splitter_duration_seconds", "Splitter (LLM or embeddings) time")

@@ -51,6 +51,11 @@ class ModelRegistry:
         registry._fixed = dict(models)
         return registry
 
+    @property
+    def settings(self) -> Settings:
+        """What the endpoint honours and what each agent may ask for."""
+        return self._settings
+
     def get(self, agent: AgentName) -> BaseChatModel | None:
         if self._fixed is not None:
             return self._fixed.get(agent)

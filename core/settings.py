@@ -76,6 +76,45 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(default=None, description="Default model for every agent.")
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 2
+    # What the endpoint honours (`topica doctor --llm` probes each); agents use the
+    # strongest mechanism these allow.
+    llm_named_tool_choice: bool = Field(
+        default=True, description="The endpoint honours a tool_choice naming one function."
+    )
+    llm_required_tool_choice: bool = Field(
+        default=True, description='The endpoint honours tool_choice "required".'
+    )
+    llm_tool_calls: bool = Field(
+        default=True,
+        description="The endpoint returns tool calls; off = a forced call is "
+        "asked for as JSON of its arguments.",
+    )
+    llm_json_schema: bool = Field(
+        default=False,
+        description="Ask for JSON by response_format json_schema (the shape "
+        "enforced) instead of json_object.",
+    )
+    llm_json_object: bool = Field(
+        default=True, description="The endpoint honours response_format json_object."
+    )
+    llm_token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
+        default="max_completion_tokens",
+        description="The request field the endpoint reads as a reply's token limit.",
+    )
+    turn_deadline_s: float = Field(
+        default=90.0,
+        ge=0,
+        description="A turn's deadline: past it the user gets what was recalled, with a "
+        "note; 0 = none.",
+    )
+    splitter_max_tokens: int = Field(default=2048, gt=0)
+    merger_max_tokens: int = Field(default=512, gt=0)
+    archivist_max_tokens: int = Field(default=1024, gt=0)
+    enricher_max_tokens: int = Field(default=128, gt=0)
+    reranker_max_tokens: int = Field(default=512, gt=0)
+    responder_max_tokens: int = Field(default=1024, gt=0)
+    summariser_max_tokens: int = Field(default=512, gt=0)
+    describer_max_tokens: int = Field(default=1024, gt=0)
     splitter_model: str | None = None
     merger_model: str | None = None
     archivist_model: str | None = None
@@ -239,6 +278,10 @@ class Settings(BaseSettings):
         multimodal agent), else none."""
         own = getattr(self, f"{agent}_model")
         return own if agent in MULTIMODAL_AGENTS else own or self.llm_model
+
+    def max_tokens_for(self, agent: AgentName) -> int:
+        """The most completion tokens one call of `agent` asks for."""
+        return int(getattr(self, f"{agent}_max_tokens"))
 
     @property
     def sqlite_path(self) -> Path:

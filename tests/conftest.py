@@ -48,7 +48,7 @@ from tests.support.services import (
 )
 
 TESTS = Path(__file__).resolve().parent
-TIERS = ("unit", "integration", "e2e")
+TIERS = ("unit", "integration", "e2e", "real_model")
 
 
 POSTGRES_SERVER = os.environ.get("TOPICA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")

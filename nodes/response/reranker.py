@@ -50,13 +50,10 @@ from nodes.response.rerank_selection import (
     requested_topic_ids,
     select_answer,
 )
-from nodes.response.topic_content import TOOL_NAME
 from nodes.shared.agent import JSON_MODE, call_agent, describe
 from nodes.shared.structured import LLMOutputError, message_text
 
 log = logging.getLogger(__name__)
-
-FORCED_TOOL_CHOICE = {"type": "function", "function": {"name": TOOL_NAME}}
 
 
 def remaining_budget(started_at: float, timeout_s: float, now: float) -> float:
@@ -67,8 +64,9 @@ async def take_turn(
     deps: Deps,
     state: RerankState,
     context: ResponseContext,
-    bind: Callable[[BaseChatModel], Runnable],
+    bind: Callable[[BaseChatModel], Runnable] | None,
     fallback_node: Literal["vector_fallback", "requested_fallback"],
+    force_tool: BaseTool | None = None,
 ) -> tuple[AIMessage, dict] | Command:
     """One reranker turn within what is left of the run's time budget: the reply and the
     update that records it, or the fallback edge when the provider failed."""
@@ -83,6 +81,7 @@ async def take_turn(
             parse=lambda reply: reply,
             bind=bind,
             timeout_s=left,
+            force_tool=force_tool,
         )
         if left > 0
         else AgentFallback("timeout", "the reranker's time budget was spent")
@@ -175,16 +174,16 @@ def make_prepare(deps: Deps):
 
 
 def make_request_content(deps: Deps, content_tool: BaseTool):
-    """Turn 1: the model must call `get_topics_content` (tool_choice; no response_format,
-    which some providers refuse together with a forced tool)."""
-
-    def bind(model: BaseChatModel) -> Runnable:
-        return model.bind_tools([content_tool], tool_choice=FORCED_TOOL_CHOICE)
+    """Turn 1: the model must call `get_topics_content`, forced by the strongest mechanism
+    the endpoint honours (`call_agent`'s `force_tool`; no response_format, which some
+    providers refuse together with a forced tool)."""
 
     async def request_content(
         state: RerankState, runtime: Runtime[ResponseContext]
     ) -> Command[Literal["load_content", "vector_fallback"]]:
-        turn = await take_turn(deps, state, runtime.context, bind, "vector_fallback")
+        turn = await take_turn(
+            deps, state, runtime.context, None, "vector_fallback", force_tool=content_tool
+        )
         if isinstance(turn, Command):
             return turn
         reply, answered = turn

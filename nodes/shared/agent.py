@@ -14,6 +14,8 @@ import contextlib
 import logging
 import operator
 import sys
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -26,14 +28,25 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.config import ensure_config, merge_configs
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
+from core.metrics import AGENT_CALLS
 from core.models import ModelRegistry
 from core.records import ID_RANGE
 from core.settings import AgentName
 from core.text import clip, valid_value
 from core.tracing import user_key
+from nodes.shared.endpoint import JSON_MODE as JSON_MODE
+from nodes.shared.endpoint import (
+    arguments_request,
+    bind_forced,
+    force_mechanism,
+    json_format,
+    repair_tool_call,
+    token_limit,
+)
 from nodes.shared.structured import (
     EmptyReplyError,
     LLMOutputError,
@@ -47,7 +60,8 @@ T = TypeVar("T")
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 ERROR_DETAIL_CHARS = 200
-JSON_MODE = {"type": "json_object"}
+ARGUMENTS_AS_JSON = frozenset({"json_schema", "json_object", "prompt"})
+"""Forcing mechanisms that ask for the call's arguments as the reply's text."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,48 @@ class AgentReply(Generic[T]):
     value: T
     stopped: bool = False
     """The caller's stop event cut the reply short: `message` is what was written by then."""
+    repaired: str | None = None
+    """What was set right in a reply of the wrong shape (`tool_call_in_content`), or None."""
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """One agent call's outcome: `accepted`, `repaired` or the fallback's reason."""
+
+    agent: AgentName
+    outcome: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+
+
+class AgentLedger:
+    """The latest agent calls of this process, each also counted in `topica_agent_calls`:
+    what `topica bench models` reads."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._calls: deque[AgentCall] = deque(maxlen=size)
+
+    def record(self, agent: AgentName, outcome: str, reply: AIMessage | None, started: float):
+        usage = (reply.usage_metadata if reply is not None else None) or {}
+        call = AgentCall(
+            agent,
+            outcome,
+            int(usage.get("input_tokens", 0)),
+            int(usage.get("output_tokens", 0)),
+            time.monotonic() - started,
+        )
+        self._calls.append(call)
+        AGENT_CALLS.labels(agent, outcome).inc()
+
+    def calls(self) -> list[AgentCall]:
+        return list(self._calls)
+
+    def clear(self) -> None:
+        self._calls.clear()
+
+
+LEDGER = AgentLedger()
 
 
 def describe(error: BaseException) -> str:
@@ -70,6 +126,21 @@ def is_timeout(error: BaseException) -> bool:
     if openai is not None and isinstance(error, openai.APITimeoutError):
         return True
     return isinstance(error, TimeoutError | httpx.TimeoutException)
+
+
+def is_cut_short(error: BaseException) -> bool:
+    """The reply reached its token limit before its JSON was complete (the OpenAI client
+    refuses to parse it)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(error, openai.LengthFinishReasonError)
+
+
+def provider_fallback(error: BaseException) -> AgentFallback:
+    """The typed reason of a call that raised: a reply cut at its token limit is output
+    of the wrong shape, the rest the provider's failure or a timeout."""
+    if is_cut_short(error):
+        return AgentFallback("invalid_output", "the reply reached its token limit unfinished")
+    return AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
 
 
 def text_of(reply: AIMessage) -> str:
@@ -133,17 +204,34 @@ async def call_agent(
     bind: Callable[[BaseChatModel], Runnable] | None = None,
     timeout_s: float | None = None,
     stop: asyncio.Event | None = None,
+    force_tool: BaseTool | None = None,
 ) -> AgentReply[T] | AgentFallback:
     """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
-    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call.
+    reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call; the
+    reply's tokens are bounded by the agent's `max_tokens` setting.
+
+    With `force_tool` (instead of `bind`) the model must call that tool, asked for by the
+    strongest mechanism the endpoint honours; a call written as content is repaired into
+    a tool call (`AgentReply.repaired`), a reply without one is returned as it is for the
+    caller to refuse. Every outcome is recorded in `LEDGER`.
 
     With a `stop` event the reply is read as a stream and cut short when the event is set
     (see `stream_reply`)."""
     model = models.get(agent)
     if model is None:
         return AgentFallback("no_model")
-    runnable = bind(model) if bind is not None else model
+    settings = models.settings
+    mechanism = force_mechanism(settings) if force_tool is not None else None
+    if force_tool is not None and mechanism is not None:
+        runnable = bind_forced(model, force_tool, mechanism)
+    else:
+        runnable = bind(model) if bind is not None else model
+    runnable = runnable.bind(**token_limit(settings, agent))
     messages = list(await request() if callable(request) else request)
+    if force_tool is not None and mechanism in ARGUMENTS_AS_JSON:
+        messages = arguments_request(force_tool, messages)
+    started = time.monotonic()
+    reply: AIMessage | None = None
     try:
         if stop is None:
             reply, stopped = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s), False
@@ -151,15 +239,37 @@ async def call_agent(
             reply, stopped = await asyncio.wait_for(
                 stream_reply(runnable, messages, stop), timeout_s
             )
-        reply = checkpointable(valid_reply(reply))
-        return AgentReply(reply, parse(reply), stopped)
+        reply, outcome, repaired = forced_outcome(
+            checkpointable(valid_reply(reply)), force_tool, mechanism
+        )
+        value = parse(reply)
+        if repaired:
+            log.info("user %s: %s reply repaired: %s", user_key(user_id), agent, repaired)
+        LEDGER.record(agent, outcome, reply, started)
+        return AgentReply(reply, value, stopped, repaired)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
         fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
     except Exception as error:  # any provider failure becomes the agent's fallback edge
-        fallback = AgentFallback("timeout" if is_timeout(error) else "api_error", describe(error))
+        fallback = provider_fallback(error)
     log.warning("user %s: %s fell back: %s", user_key(user_id), agent, fallback)
+    LEDGER.record(agent, fallback.reason, reply, started)
     return fallback
+
+
+def forced_outcome(
+    reply: AIMessage, tool: BaseTool | None, mechanism: str | None
+) -> tuple[AIMessage, str, str | None]:
+    """The reply (a call written as content read back into a tool call), its outcome for
+    the ledger, and what was repaired: a forced call missing is `invalid_output`."""
+    if tool is None:
+        return reply, "accepted", None
+    fixed = repair_tool_call(tool, reply)
+    if fixed is not None:
+        repaired = None if mechanism in ARGUMENTS_AS_JSON else "tool_call_in_content"
+        return fixed, "repaired" if repaired else "accepted", repaired
+    called = any(call["name"] == tool.name for call in reply.tool_calls)
+    return reply, "accepted" if called else "invalid_output", None
 
 
 async def stream_reply(
@@ -219,12 +329,16 @@ async def call_agent_json(
     *,
     user_id: int,
 ) -> AgentReply[SchemaT] | AgentFallback:
-    """`call_agent` in JSON mode, the reply validated against `schema`."""
+    """`call_agent` asking for JSON (a schema, JSON mode or the prompt alone, as the
+    endpoint honours), the reply validated against `schema`."""
+    response_format = json_format(models.settings, agent, schema)
     return await call_agent(
         models,
         agent,
         request,
         user_id=user_id,
         parse=lambda reply: parse_json_reply(message_text(reply), schema),
-        bind=lambda model: model.bind(response_format=JSON_MODE),
+        bind=lambda model: (
+            model if response_format is None else model.bind(response_format=response_format)
+        ),
     )

@@ -1,0 +1,70 @@
+"""A turn's deadline: a responder that writes on and on never leaves the user in silence.
+
+The scripted server streams a reply that would take minutes (one word every 50 ms);
+with `TOPICA_TURN_DEADLINE_S` at 1.5 s the turn is cut there and answered with what was
+recalled, after a note in the question's language."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from app.turns import DEADLINE_NOTE, answer_turn, compile_response_graph
+from core.deps import Deps
+from tests.support.openai_server import ScriptedOpenAI, reply
+from tests.support.worlds import USER, build_response_world
+
+pytestmark = pytest.mark.timeout(60)
+
+NOW = "2026-03-20T10:00:00+00:00"
+DEADLINE_S = 1.5
+FOREVER = reply(" ".join(["and"] * 5000), pace_s=0.05)
+
+
+@pytest.mark.parametrize(
+    ("question", "language"),
+    [
+        ("How long did the Postgres restore take on staging?", "en"),
+        ("Сколько длилось восстановление Postgres на staging?", "ru"),
+    ],
+)
+async def test_past_the_deadline_the_user_gets_what_was_recalled_with_a_note(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI, question: str, language: str
+):
+    responder = server.chat_model(timeout=60)
+    deps = make_deps(models={"responder": responder}, turn_deadline_s=DEADLINE_S)
+    world = await build_response_world(deps)
+    server.script(FOREVER)
+    seen: list[str] = []
+    started = time.monotonic()
+
+    result = await answer_turn(
+        compile_response_graph(world.deps), world.deps, USER, question, now_iso=NOW,
+        on_text=seen.append,
+    )  # fmt: skip
+
+    took = time.monotonic() - started
+    assert DEADLINE_S <= took < DEADLINE_S + 5
+    assert seen, "the answer streamed until the deadline"
+    note = DEADLINE_NOTE[language].format(seconds=DEADLINE_S)
+    assert result["answer"].startswith(note + "\n\n")
+    assert "Postgres" in result["answer"], "what was recalled is quoted"
+    assert result["deadline_exceeded"] is True
+    assert result["answered_by"] != "responder"
+    assert len(server.chat_requests) == 1, "the memory-only answer asks no model"
+
+
+async def test_within_the_deadline_the_answer_is_the_models(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    deps = make_deps(models={"responder": server.chat_model()}, turn_deadline_s=30)
+    world = await build_response_world(deps)
+    server.script(reply("The restore took 14 minutes."))
+    result = await answer_turn(
+        compile_response_graph(world.deps), world.deps, USER, "How long was the restore?",
+        now_iso=NOW,
+    )  # fmt: skip
+    assert result["answer"] == "The restore took 14 minutes."
+    assert "deadline_exceeded" not in result
