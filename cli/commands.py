@@ -162,7 +162,22 @@ async def cmd_archive(args: argparse.Namespace, deps: Deps) -> None:
 async def require_memory(deps: Deps, user_id: int) -> None:
     """A read-only command about a user with nothing stored says so (a mistyped --user)."""
     if not await asyncio.to_thread(deps.store.messages.count, user_id):
-        raise CommandError(f"user {user_id} has no memory yet in {deps.settings.data_dir}")
+        others = await asyncio.to_thread(users_with_memory, deps)
+        where = f"user {user_id} has no memory yet in {deps.settings.data_dir}"
+        if not others:
+            raise CommandError(where)
+        shown = ", ".join(str(other) for other in others[:SHOWN_USERS])
+        more = f" and {len(others) - SHOWN_USERS} more" if len(others) > SHOWN_USERS else ""
+        raise CommandError(f"{where}; users with memory there: {shown}{more} (--user ID)")
+
+
+SHOWN_USERS = 10
+
+
+def users_with_memory(deps: Deps) -> list[int]:
+    """The users of the store who have at least one stored message, in id order."""
+    store = deps.store
+    return [user for user in store.sessions.user_ids() if store.messages.count(user)]
 
 
 async def note_new_user(deps: Deps, user_id: int) -> None:

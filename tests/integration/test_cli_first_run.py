@@ -68,12 +68,37 @@ def test_a_writing_command_creates_the_data_dir(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("command", ["topics", "export"])
-def test_an_unknown_user_has_no_memory_yet(ingested, capsys, command: str) -> None:
+def test_an_unknown_user_has_no_memory_yet_and_the_users_with_memory_are_named(
+    ingested, capsys, command: str
+) -> None:
     data_dir, _ = ingested
     assert main([command, "--user", "99", "--data-dir", str(data_dir)]) == 2
     captured = capsys.readouterr()
-    assert captured.err == f"topica: error: user 99 has no memory yet in {data_dir}\n"
+    assert captured.err == (
+        f"topica: error: user 99 has no memory yet in {data_dir}; "
+        "users with memory there: 1 (--user ID)\n"
+    )
     assert main([command, "--user", "1", "--data-dir", str(data_dir)]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--data-dir", "{data}", "topics", "--json"],
+        ["topics", "--json", "--data-dir", "{data}"],
+        ["--data-dir", "{typo}", "topics", "--json", "--data-dir", "{data}"],
+        ["-v", "--data-dir", "{data}", "export"],
+    ],
+    ids=["before", "after", "after-wins", "verbose-before"],
+)
+def test_global_options_are_accepted_before_or_after_the_subcommand(
+    ingested, tmp_path: Path, capsys, argv: list[str]
+) -> None:
+    data_dir, _ = ingested
+    filled = [part.format(data=data_dir, typo=tmp_path / "typo") for part in argv]
+    assert main(filled) == 0, capsys.readouterr().err
+    assert '"summary"' in capsys.readouterr().out
+    assert not (tmp_path / "typo").exists()
 
 
 def test_a_first_question_from_a_new_user_says_it_starts_their_memory(ingested, capsys) -> None:
