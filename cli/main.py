@@ -8,7 +8,9 @@ vector index, encoder or LangChain: tests/e2e/test_cold_start.py).
 
 Other adapters add subcommands through the `topica.commands` entry point group (the
 Telegram bot adds `topica bot`), so the command line never imports them: each entry
-point is a module with `NAME`, `HELP`, `configure(parser)` and `async run(args, deps)`.
+point is a module with `NAME`, `HELP`, `configure(parser)` and `async run(args, deps)`,
+and optionally `prepare(args, settings)`, which checks the settings before any service
+is built.
 """
 
 from __future__ import annotations
@@ -43,7 +45,15 @@ def plugin_commands() -> list[Subcommand]:
     found = []
     for entry in entry_points(group=PLUGINS):
         module = entry.load()
-        found.append(Subcommand(module.NAME, module.HELP, module.run, configure=module.configure))
+        found.append(
+            Subcommand(
+                module.NAME,
+                module.HELP,
+                module.run,
+                configure=module.configure,
+                prepare=getattr(module, "prepare", None),
+            )
+        )
     return found
 
 
