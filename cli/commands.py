@@ -224,12 +224,20 @@ def ask_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
     """one turn: recall and answer, stored"""
     from app.turns import run_turn
-    from cli.output import AnswerPrinter, print_json, show_question, show_sources, show_turn
+    from cli.output import (
+        AnswerPrinter,
+        note_no_model,
+        print_json,
+        show_question,
+        show_sources,
+        show_turn,
+    )
     from stores.checkpoints import durable_checkpointer
 
     if not args.question.strip():
         raise CommandError("the question is empty")
     await note_new_user(deps, args.user)
+    note_no_model(deps.settings)
     if args.stream and args.json:
         raise CommandError("--stream prints for people; --json is whole, for machines")
     printer = AnswerPrinter() if args.stream else None
@@ -277,7 +285,7 @@ async def prompt_line(prompt: str) -> str | None:
 async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     """an interactive session in the terminal"""
     from app.turns import chat_session
-    from cli.output import AnswerPrinter, out
+    from cli.output import AnswerPrinter, note_no_model, out
     from stores.checkpoints import durable_checkpointer
 
     async def read() -> str | None:
@@ -290,7 +298,10 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
         return printer
 
     await note_new_user(deps, args.user)
-    out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
+    note_no_model(deps.settings)
+    out.print(
+        "[dim]/new starts a new conversation, /help lists the commands, /quit (or Ctrl-D) ends the session[/]"
+    )
     async with durable_checkpointer(deps.settings) as checkpointer:
         await chat_session(
             deps,

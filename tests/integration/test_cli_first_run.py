@@ -109,6 +109,19 @@ def test_a_first_question_from_a_new_user_says_it_starts_their_memory(ingested, 
     assert "no memory yet" not in capsys.readouterr().err
 
 
+def test_an_answer_without_a_model_names_what_to_set_to_connect_one(
+    ingested, capsys, monkeypatch
+) -> None:
+    data_dir, _ = ingested
+    for name in ("TOPICA_LLM_MODEL", "TOPICA_RESPONDER_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["ask", "Where is the passport?", "--data-dir", str(data_dir), "--json"]) == 0
+    error = " ".join(capsys.readouterr().err.split())
+    assert "no language model is connected" in error
+    for name in ("TOPICA_LLM_BASE_URL", "TOPICA_LLM_MODEL", "TOPICA_LLM_API_KEY", ".env.example"):
+        assert name in error
+
+
 def next_steps(stdout: str) -> list[list[str]]:
     """The commands the demo prints after its "Next" rule, split as a shell would."""
     tail = stdout.split("Next", 1)[1].splitlines()[1:]
