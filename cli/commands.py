@@ -300,7 +300,8 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     await note_new_user(deps, args.user)
     note_no_model(deps.settings)
     out.print(
-        "[dim]/new starts a new conversation, /help lists the commands, /quit (or Ctrl-D) ends the session[/]"
+        "[dim]/new starts a new conversation, /help lists the commands, "
+        "/quit (or Ctrl-D) ends the session[/]"
     )
     async with durable_checkpointer(deps.settings) as checkpointer:
         await chat_session(
