@@ -166,12 +166,9 @@ async def require_memory(deps: Deps, user_id: int) -> None:
         where = f"user {user_id} has no memory yet in {deps.settings.data_dir}"
         if not others:
             raise CommandError(where)
-        shown = ", ".join(str(other) for other in others[:SHOWN_USERS])
-        more = f" and {len(others) - SHOWN_USERS} more" if len(others) > SHOWN_USERS else ""
+        shown = ", ".join(str(other) for other in others[:10])
+        more = f" and {len(others) - 10} more" if len(others) > 10 else ""
         raise CommandError(f"{where}; users with memory there: {shown}{more} (--user ID)")
-
-
-SHOWN_USERS = 10
 
 
 def users_with_memory(deps: Deps) -> list[int]:
