@@ -56,6 +56,26 @@ DEADLINE_NOTE = {
     "ru": "Модель не ответила за {seconds:g} с, поэтому вот что я вспомнил.",
     "en": "The model did not answer within {seconds:g} s, so here is what I recalled.",
 }
+HELP_COMMAND = "/help"
+QUIT_ALIASES = (QUIT_COMMAND, "/exit")
+CHAT_HELP = (
+    "/new: start a new conversation; /quit (or Ctrl-D): end the session; /help: this list. "
+    "Anything else is a message to remember and answer.\n"
+    "/new: начать новый разговор; /quit (или Ctrl-D): закончить; /help: этот список. "
+    "Всё остальное: сообщение, которое запоминается и получает ответ."
+)
+
+
+def unknown_command_reply(text: str) -> str:
+    return (
+        f"Unknown command {text}; /help lists the commands. / "
+        f"Неизвестная команда {text}; /help: список команд."
+    )
+
+
+def is_command(text: str) -> bool:
+    """A line that is one `/word` is control, never a message (nothing stored)."""
+    return text.startswith("/") and len(text) > 1 and text[1:].isalpha()
 
 
 def compile_response_graph(
@@ -250,8 +270,10 @@ async def chat_session(
     """An interactive conversation: one turn per line until `/quit` or end of input.
 
     `read_line` returns the next line, or None at the end of input; blank lines are
-    skipped. `/new` starts a new conversation segment. After every answer the memory
-    graph runs with its ordinary triggers (inactivity, size), as the bot's worker does.
+    skipped. `/new` starts a new conversation segment, `/help` lists the commands; any
+    other `/word` is answered as an unknown command; commands are never stored. After
+    every answer the memory graph runs with its ordinary triggers (inactivity, size), as
+    the bot's worker does.
     With `on_text` (a factory: a fresh callback per turn) each answer streams into the
     callback while it is written, and `write` gets the whole answer after.
     """
@@ -265,11 +287,15 @@ async def chat_session(
         text = line.strip()
         if not text:
             continue
-        if text == QUIT_COMMAND:
+        if text in QUIT_ALIASES:
             return
         if text == NEW_SEGMENT_COMMAND:
             await asyncio.to_thread(deps.store.sessions.start_new_segment, user_id)
             await _resolved(write(NEW_SEGMENT_REPLY))
+            continue
+        if is_command(text):
+            reply = CHAT_HELP if text == HELP_COMMAND else unknown_command_reply(text)
+            await _resolved(write(reply))
             continue
         result = await answer_turn(
             graph, deps, user_id, text, on_text=on_text() if on_text else None

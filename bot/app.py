@@ -35,6 +35,7 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramAPIError, TelegramNetworkError
 from aiogram.types import BotCommand
+from aiogram.utils.token import TokenValidationError, validate_token
 from aiogram.webhook.aiohttp_server import setup_application
 from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -70,16 +71,30 @@ class BotConfigError(ConfigurationError):
     """The bot cannot start with these settings."""
 
 
-def build_bot(settings: Settings) -> Bot:
-    """A Bot talking to `telegram_api_url`, every request retried with backoff."""
+def check_token(settings: Settings) -> str:
+    """The bot token, or `BotConfigError` naming the variable when it is unset or malformed."""
     if settings.telegram_token is None:
         raise BotConfigError("TOPICA_TELEGRAM_TOKEN is not set")
+    token = settings.telegram_token.get_secret_value()
+    try:
+        validate_token(token)
+    except TokenValidationError:
+        raise BotConfigError(
+            "TOPICA_TELEGRAM_TOKEN is malformed: a bot token from @BotFather looks like "
+            "123456789:AAE-ab12… (digits, a colon, then letters, digits, - and _)"
+        ) from None
+    return token
+
+
+def build_bot(settings: Settings) -> Bot:
+    """A Bot talking to `telegram_api_url`, every request retried with backoff."""
+    token = check_token(settings)
     session = AiohttpSession(
         api=TelegramAPIServer.from_base(settings.telegram_api_url, is_local=False)
     )
     session.middleware(RetryRequestMiddleware())
     session.middleware(KeepResponseModels())
-    return Bot(token=settings.telegram_token.get_secret_value(), session=session)
+    return Bot(token=token, session=session)
 
 
 def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:

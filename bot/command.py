@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core.deps import Deps
+    from core.settings import Settings
 
 NAME = "bot"
 HELP = "run the Telegram bot (long polling, or webhook if set)"
@@ -19,6 +20,13 @@ HELP = "run the Telegram bot (long polling, or webhook if set)"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """No arguments of its own: everything comes from the settings."""
+
+
+def prepare(args: argparse.Namespace, settings: Settings) -> None:
+    """A missing or malformed token is refused before any store is opened or created."""
+    from bot.app import check_token
+
+    check_token(settings)
 
 
 async def run(args: argparse.Namespace, deps: Deps) -> None:

@@ -166,7 +166,19 @@ async def cmd_archive(args: argparse.Namespace, deps: Deps) -> None:
 async def require_memory(deps: Deps, user_id: int) -> None:
     """A read-only command about a user with nothing stored says so (a mistyped --user)."""
     if not await asyncio.to_thread(deps.store.messages.count, user_id):
-        raise CommandError(f"user {user_id} has no memory yet in {deps.settings.data_dir}")
+        others = await asyncio.to_thread(users_with_memory, deps)
+        where = f"user {user_id} has no memory yet in {deps.settings.data_dir}"
+        if not others:
+            raise CommandError(where)
+        shown = ", ".join(str(other) for other in others[:10])
+        more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+        raise CommandError(f"{where}; users with memory there: {shown}{more} (--user ID)")
+
+
+def users_with_memory(deps: Deps) -> list[int]:
+    """The users of the store who have at least one stored message, in id order."""
+    store = deps.store
+    return [user for user in store.sessions.user_ids() if store.messages.count(user)]
 
 
 async def note_new_user(deps: Deps, user_id: int) -> None:
@@ -213,12 +225,20 @@ def ask_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_ask(args: argparse.Namespace, deps: Deps) -> None:
     """one turn: recall and answer, stored"""
     from app.turns import run_turn
-    from cli.output import AnswerPrinter, print_json, show_question, show_sources, show_turn
+    from cli.output import (
+        AnswerPrinter,
+        note_no_model,
+        print_json,
+        show_question,
+        show_sources,
+        show_turn,
+    )
     from stores.checkpoints import durable_checkpointer
 
     if not args.question.strip():
         raise CommandError("the question is empty")
     await note_new_user(deps, args.user)
+    note_no_model(deps.settings)
     if args.stream and args.json:
         raise CommandError("--stream prints for people; --json is whole, for machines")
     printer = AnswerPrinter() if args.stream else None
@@ -266,7 +286,7 @@ async def prompt_line(prompt: str) -> str | None:
 async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
     """an interactive session in the terminal"""
     from app.turns import chat_session
-    from cli.output import AnswerPrinter, out
+    from cli.output import AnswerPrinter, note_no_model, out
     from stores.checkpoints import durable_checkpointer
 
     async def read() -> str | None:
@@ -279,7 +299,11 @@ async def cmd_chat(args: argparse.Namespace, deps: Deps) -> None:
         return printer
 
     await note_new_user(deps, args.user)
-    out.print("[dim]/new starts a new conversation, /quit (or Ctrl-D) ends the session[/]")
+    note_no_model(deps.settings)
+    out.print(
+        "[dim]/new starts a new conversation, /help lists the commands, "
+        "/quit (or Ctrl-D) ends the session[/]"
+    )
     async with durable_checkpointer(deps.settings) as checkpointer:
         await chat_session(
             deps,

@@ -8,7 +8,9 @@ vector index, encoder or LangChain: tests/e2e/test_cold_start.py).
 
 Other adapters add subcommands through the `topica.commands` entry point group (the
 Telegram bot adds `topica bot`), so the command line never imports them: each entry
-point is a module with `NAME`, `HELP`, `configure(parser)` and `async run(args, deps)`.
+point is a module with `NAME`, `HELP`, `configure(parser)` and `async run(args, deps)`,
+and optionally `prepare(args, settings)`, which checks the settings before any service
+is built.
 """
 
 from __future__ import annotations
@@ -43,7 +45,15 @@ def plugin_commands() -> list[Subcommand]:
     found = []
     for entry in entry_points(group=PLUGINS):
         module = entry.load()
-        found.append(Subcommand(module.NAME, module.HELP, module.run, configure=module.configure))
+        found.append(
+            Subcommand(
+                module.NAME,
+                module.HELP,
+                module.run,
+                configure=module.configure,
+                prepare=getattr(module, "prepare", None),
+            )
+        )
     return found
 
 
@@ -60,12 +70,23 @@ def user_id(text: str) -> int:
     return value
 
 
+def add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """`--data-dir` and `--verbose`, accepted before the subcommand and after it.
+
+    The top-level parser holds the real defaults; a subcommand's copies default to
+    `SUPPRESS`, so they set a value only when given and never undo one given earlier."""
+    parser.add_argument(
+        "--data-dir", type=Path, default=default, help="data directory (default: TOPICA_DATA_DIR)"
+    )
+    verbose_default = False if default is None else default
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=verbose_default, help="log what happens"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     shared = {name: argparse.ArgumentParser(add_help=False) for name in ("common", "user", "json")}
-    shared["common"].add_argument(
-        "--data-dir", type=Path, help="data directory (default: TOPICA_DATA_DIR)"
-    )
-    shared["common"].add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    add_global_options(shared["common"], default=argparse.SUPPRESS)
     shared["user"].add_argument("--user", type=user_id, default=1, help="user id (default 1)")
     shared["json"].add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -87,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="topica", description="Topica: a chat assistant with long-term memory."
     )
     parser.add_argument("--version", action="version", version=f"topica {version('topica')}")
+    add_global_options(parser, default=None)
     commands = parser.add_subparsers(dest="command", required=True)
     every = [*COMMANDS, *plugin_commands()]
     for command in every:

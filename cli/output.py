@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
@@ -20,17 +22,32 @@ out = Console(soft_wrap=True)
 """Results (stdout)."""
 
 
+SHORT_ID = 12
+"""The most characters of a message id a table shows; a longer one keeps its start."""
+
+
+def short_id(value: object) -> str:
+    """A message id as a table shows it: `turn-2202dcbf…` for a long one, so the table's
+    id and summary columns keep their room at 80 columns (`--json` has the full ids)."""
+    text = str(value)
+    return text if len(text) <= SHORT_ID else text[: SHORT_ID - 1] + "…"
+
+
+def message_range(start: object, end: object) -> str:
+    return f"{short_id(start)}…{short_id(end)}"
+
+
 def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
     table = Table(title=title, show_lines=False, expand=True)
     table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("messages", no_wrap=True)
+    table.add_column("messages", max_width=2 * SHORT_ID + 1)
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("date", no_wrap=True)
-    table.add_column("summary", ratio=1)
+    table.add_column("summary", ratio=1, min_width=20)
     for view in views:
         table.add_row(
             str(view["id"]),
-            f"{view['start_msg_id']}…{view['end_msg_id']}",
+            message_range(view["start_msg_id"], view["end_msg_id"]),
             str(view["message_count"]),
             view["first_message_at"][:10],
             view["summary"],
@@ -116,6 +133,19 @@ def show_ingest(result: dict[str, Any], path: Path | str) -> None:
     )
 
 
+NO_MODEL_HINT = (
+    "no language model is connected, so answers quote memory; to connect one set "
+    "TOPICA_LLM_BASE_URL, TOPICA_LLM_MODEL and TOPICA_LLM_API_KEY (in .env: "
+    "cp .env.example .env)"
+)
+
+
+def note_no_model(settings: Any) -> None:
+    """Without a responder model, say once on stderr what to set to connect one."""
+    if settings.model_for("responder") is None:
+        console.print(f"[dim]{NO_MODEL_HINT}[/]", highlight=False)
+
+
 def show_question(question: str) -> None:
     out.print(f"[bold cyan]?[/] {question}", highlight=False)
 
@@ -125,14 +155,14 @@ def show_sources(result: dict[str, Any]) -> None:
     table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("topic", justify="right", no_wrap=True)
-    table.add_column("messages", no_wrap=True)
+    table.add_column("messages", max_width=2 * SHORT_ID + 1)
     table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("why", ratio=1)
+    table.add_column("why", ratio=1, min_width=20)
     for rank, topic in enumerate(result["topics"], start=1):
         table.add_row(
             str(rank),
             str(topic["id"]),
-            f"{topic['start_msg_id']}…{topic['end_msg_id']}",
+            message_range(topic["start_msg_id"], topic["end_msg_id"]),
             f"{topic['score']:.3f}",
             topic["reason"],
         )
@@ -159,7 +189,7 @@ def show_sources(result: dict[str, Any]) -> None:
 def show_turn(question: str, result: dict[str, Any]) -> None:
     show_question(question)
     show_sources(result)
-    out.print(result["answer"])
+    print_answer(result["answer"], out)
     out.print()
 
 
@@ -198,32 +228,59 @@ def show_next_steps(data_dir: Path | None, user_id: int) -> None:
         out.print(f"  {escape(command)}  [dim]# {what}[/]", highlight=False)
 
 
+def print_answer(answer: str, console: Console) -> None:
+    """An answer: Markdown rendered on a terminal, the text as written when piped."""
+    if console.is_terminal:
+        console.print(Markdown(answer))
+    else:
+        console.print(answer, markup=False, highlight=False)
+
+
 class AnswerPrinter:
     """Prints an answer while it is written (`on_text` of a turn), then finishes the line.
 
-    A model call that starts the text over (a reply after a tool round) begins a new line;
-    an answer that did not stream (a memory-only answer) is printed whole at the end."""
+    On a terminal the answer is Markdown, rendered in place as it grows; piped, the text
+    is printed as written. A model call that starts the text over (a reply after a tool
+    round) begins anew; an answer that did not stream (a memory-only answer) is printed
+    whole at the end."""
 
-    def __init__(self, prompt: str = "") -> None:
+    def __init__(self, prompt: str = "", console: Console | None = None) -> None:
         self.prompt = prompt
+        self.console = console or out
         self.shown = ""
+        self.live: Live | None = None
 
     def start(self) -> None:
         self.shown = ""
 
     def __call__(self, text: str) -> None:
+        if self.console.is_terminal:
+            self._render(text)
+            return
         if not self.shown:
-            out.print(self.prompt, end="")
+            self.console.print(self.prompt, end="")
         if text.startswith(self.shown):
-            out.print(text[len(self.shown) :], end="", markup=False, highlight=False)
+            self.console.print(text[len(self.shown) :], end="", markup=False, highlight=False)
         else:
-            out.print("\n" + text, end="", markup=False, highlight=False)
+            self.console.print("\n" + text, end="", markup=False, highlight=False)
+        self.shown = text
+
+    def _render(self, text: str) -> None:
+        if self.live is None:
+            self.console.print(self.prompt, end="")
+            self.live = Live(console=self.console, auto_refresh=False, vertical_overflow="visible")
+            self.live.start()
+        self.live.update(Markdown(text), refresh=True)
         self.shown = text
 
     def finish(self, answer: str) -> None:
-        if self.shown:
-            out.print()
+        if self.live is not None:
+            self.live.update(Markdown(self.shown or answer), refresh=True)
+            self.live.stop()
+            self.live = None
+        elif self.shown:
+            self.console.print()
         else:
-            out.print(self.prompt, end="")
-            out.print(answer, markup=False, highlight=False)
+            self.console.print(self.prompt, end="")
+            print_answer(answer, self.console)
         self.shown = ""

@@ -53,6 +53,14 @@ def external_id_for(line: SessionLine) -> str:
     return f"h:{digest[:16]}"
 
 
+def json_kind(value: object) -> str:
+    """How a JSON value that is not an object reads to a person."""
+    kinds = {list: "a JSON array [...]", str: "a string", bool: "true or false"}
+    if value is None:
+        return "null"
+    return kinds.get(type(value), "a number")
+
+
 def parse_session(text: str, source: str = "<session>") -> list[NewMessage]:
     return parse_lines(text.split("\n"), source)
 
@@ -65,7 +73,14 @@ def parse_lines(lines: Iterable[str], source: str) -> list[NewMessage]:
         if not raw.strip():
             continue
         try:
-            line = SessionLine.model_validate(json.loads(raw))
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise SessionFormatError(
+                    f"{source}:{number}: expected one message a line, a JSON object "
+                    f"{{...}}, found {json_kind(value)} (a saved session is JSONL, not a "
+                    "JSON document)"
+                )
+            line = SessionLine.model_validate(value)
         except json.JSONDecodeError as error:
             raise SessionFormatError(f"{source}:{number}: not valid JSON ({error.msg})") from None
         except RecursionError:

@@ -37,7 +37,7 @@ threadpoolctl while it encodes). Its matrices are small: one text costs 1.4 ms o
 one thread, 2.2 ms on two for 1.1 ms of wall time, and after each call OpenBLAS's worker
 threads spin for a while waiting for more. A server's parallelism comes from concurrent
 turns, which those spinning threads starved: process CPU per message in the load test
-fell by about a quarter on one thread (README, "Load")."""
+fell by about a quarter on one thread (docs/performance.md, "Load")."""
 
 
 def default_cache_dir() -> Path:

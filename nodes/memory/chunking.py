@@ -110,7 +110,7 @@ def archive_batch(
 
     Each archiving costs a splitter call and an Archivist call whatever it reads, so in
     live chat, where every sitting is over long before the next begins, archiving sitting
-    by sitting costs about 9 calls per 100 messages (README "LLM cost"). Waiting until
+    by sitting costs about 9 calls per 100 messages (docs/performance.md, "LLM cost"). Waiting until
     `batch` messages are ready lets one pair of calls read several sittings. Meanwhile the
     waiting messages are stored and indexed, and a turn finds them as messages from earlier
     in the conversation (auto-RAG); their topics and facts come at most `max_wait_s` after

@@ -44,7 +44,7 @@ evaluation's leave-one-conversation-out view) can set them.
 On LoCoMo (`topica eval locomo`) the neighbours' share is what lifted recall at 2000
 tokens above BM25 on every conversation, and the lead what kept it above BM25 at 250
 and 500 tokens; a share that fades over several places rather than stopping at the next
-message raised every category at 2000 tokens; see README "Evaluation".
+message raised every category at 2000 tokens; see docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ context around them: a rule for filling a budget, not a judgement of relevance. 
 would lead, and put that day's topic before the one the date names.
 
 On LoCoMo (`topica eval locomo`, no model) recall_all@5 topics went from 0.696 to 0.767,
-and every conversation gained; see README "Evaluation". With a model, it is the order in
+and every conversation gained; see docs/evaluation.md. With a model, it is the order in
 which the reranker reads the candidates.
 """
 

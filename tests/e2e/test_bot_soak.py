@@ -1,7 +1,7 @@
 """Benchmark: kill -9 at random moments of bot turns, then count what was lost.
 
-`pytest -m benchmark tests/e2e/test_bot_soak.py -s` prints the table README's
-"Reliability" section quotes. SOAK_KILLS and SOAK_SEED change the run.
+`pytest -m benchmark tests/e2e/test_bot_soak.py -s` prints the table
+docs/reliability.md quotes. SOAK_KILLS and SOAK_SEED change the run.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `topica --help` needs the parser alone; `topica topics` reads SQLite and prints a table.
 Neither may load Chroma, LangChain, LangGraph, the OpenAI client or the sentence encoder,
-which cost seconds of start-up (the timings: README "Performance").
+which cost seconds of start-up (the timings: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ def test_the_script_leaves_its_heap_out_of_the_exit_collections(
     tmp_path: Path, make_deps, make_messages
 ) -> None:
     """The installed `topica` script freezes the heap once the command is done, so the
-    interpreter's collections at exit skip it (README "Cold start"); the command's work
-    is all there, and its exit status passes through."""
+    interpreter's collections at exit skip it (docs/performance.md, "Cold start"); the
+    command's work is all there, and its exit status passes through."""
     data = one_topic_memory(tmp_path / "data", make_deps, make_messages)
 
     def script(*argv: str) -> subprocess.CompletedProcess:

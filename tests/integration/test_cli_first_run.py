@@ -68,12 +68,37 @@ def test_a_writing_command_creates_the_data_dir(tmp_path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("command", ["topics", "export"])
-def test_an_unknown_user_has_no_memory_yet(ingested, capsys, command: str) -> None:
+def test_an_unknown_user_has_no_memory_yet_and_the_users_with_memory_are_named(
+    ingested, capsys, command: str
+) -> None:
     data_dir, _ = ingested
     assert main([command, "--user", "99", "--data-dir", str(data_dir)]) == 2
     captured = capsys.readouterr()
-    assert captured.err == f"topica: error: user 99 has no memory yet in {data_dir}\n"
+    assert captured.err == (
+        f"topica: error: user 99 has no memory yet in {data_dir}; "
+        "users with memory there: 1 (--user ID)\n"
+    )
     assert main([command, "--user", "1", "--data-dir", str(data_dir)]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--data-dir", "{data}", "topics", "--json"],
+        ["topics", "--json", "--data-dir", "{data}"],
+        ["--data-dir", "{typo}", "topics", "--json", "--data-dir", "{data}"],
+        ["-v", "--data-dir", "{data}", "export"],
+    ],
+    ids=["before", "after", "after-wins", "verbose-before"],
+)
+def test_global_options_are_accepted_before_or_after_the_subcommand(
+    ingested, tmp_path: Path, capsys, argv: list[str]
+) -> None:
+    data_dir, _ = ingested
+    filled = [part.format(data=data_dir, typo=tmp_path / "typo") for part in argv]
+    assert main(filled) == 0, capsys.readouterr().err
+    assert '"summary"' in capsys.readouterr().out
+    assert not (tmp_path / "typo").exists()
 
 
 def test_a_first_question_from_a_new_user_says_it_starts_their_memory(ingested, capsys) -> None:
@@ -82,6 +107,19 @@ def test_a_first_question_from_a_new_user_says_it_starts_their_memory(ingested, 
     assert "user 42 has no memory yet: this conversation starts it" in capsys.readouterr().err
     assert main(["ask", "Ещё раз", "--user", "42", "--data-dir", str(data_dir), "--json"]) == 0
     assert "no memory yet" not in capsys.readouterr().err
+
+
+def test_an_answer_without_a_model_names_what_to_set_to_connect_one(
+    ingested, capsys, monkeypatch
+) -> None:
+    data_dir, _ = ingested
+    for name in ("TOPICA_LLM_MODEL", "TOPICA_RESPONDER_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["ask", "Where is the passport?", "--data-dir", str(data_dir), "--json"]) == 0
+    error = " ".join(capsys.readouterr().err.split())
+    assert "no language model is connected" in error
+    for name in ("TOPICA_LLM_BASE_URL", "TOPICA_LLM_MODEL", "TOPICA_LLM_API_KEY", ".env.example"):
+        assert name in error
 
 
 def next_steps(stdout: str) -> list[list[str]]:

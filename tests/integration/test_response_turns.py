@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 import app.memory
 import app.turns
 from app.memory import archive_user
-from app.turns import NEW_SEGMENT_REPLY, chat_session, run_turn
+from app.turns import CHAT_HELP, NEW_SEGMENT_REPLY, chat_session, run_turn
 from core.callbacks import LLMUsage
 from core.deps import Deps
 from tests.support.conversations import POSTGRES_TALK as POSTGRES
@@ -134,6 +134,23 @@ async def test_chat_session_stores_every_message_and_new_starts_a_segment(
     assert [m["content"] for m in stored if m["role"] == "assistant"] == [written[0], written[2]]
     assert deps.store.sessions.current_segment(USER) == 1
     assert archive_calls == [USER, USER]
+
+
+@pytest.mark.parametrize("quit_line", ["/quit", "/exit"])
+async def test_chat_session_answers_help_and_unknown_commands_without_storing_them(
+    deps: Deps, quit_line: str
+):
+    lines = iter(["/help", "/weather", "Hello there", quit_line, "x"])
+    written: list[str] = []
+
+    await chat_session(deps, USER, lambda: next(lines), written.append)
+
+    assert next(lines) == "x"
+    assert written[0] == CHAT_HELP and "/new" in CHAT_HELP and "/quit" in CHAT_HELP
+    assert "Unknown command /weather" in written[1] and "Неизвестная команда" in written[1]
+    assert len(written) == 3
+    stored = deps.store.messages.all_of(USER)
+    assert [m["content"] for m in stored if m["role"] == "user"] == ["Hello there"]
 
 
 async def test_chat_session_archives_when_the_triggers_fire(deps: Deps):

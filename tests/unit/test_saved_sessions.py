@@ -64,7 +64,7 @@ def test_a_line_without_id_gets_a_stable_content_hash_id():
             session_line(id="x", role="user", content="hi", created_at="2026-03-02", mood="happy"),
             "mood",
         ),
-        ("[1, 2, 3]", "valid dictionary"),
+        ("[1, 2, 3]", "found a JSON array"),
         (
             session_line(id="a2", role="user", content="dup", created_at="2026-03-02T09:05:00"),
             "already used on line 2",
@@ -114,3 +114,24 @@ def test_unreadable_files_are_session_errors(tmp_path: Path):
         read_session(binary)
     with pytest.raises(SessionFormatError, match=r"missing\.jsonl"):
         read_session(tmp_path / "missing.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('[{"role": "user", "content": "hi", "created_at": "2026-03-02T09:00:00"}]', "array"),
+        ('"just a string"', "a string"),
+        ("42", "a number"),
+        ("null", "null"),
+    ],
+)
+def test_a_line_that_is_not_a_json_object_is_explained_in_plain_words(text: str, found: str):
+    """A JSON array (a whole conversation exported as one document) or any other value
+    is named as such, without the parser's internal model names."""
+    with pytest.raises(SessionFormatError) as raised:
+        parse_session(text, source="chat.json")
+
+    message = str(raised.value)
+    assert message.startswith("chat.json:1: expected one message a line, a JSON object")
+    assert found in message
+    assert "SessionLine" not in message and "dictionary" not in message
