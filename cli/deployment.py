@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli.commands import CommandError, subcommand
+from cli.commands import CommandError, require_memory, subcommand
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -96,3 +96,38 @@ async def doctor_llm(args: argparse.Namespace) -> None:
     out.print(llm_probe_table(result))
     for name, value in result["settings"].items():
         out.print(f"{name}={value}", markup=False, highlight=False)
+
+
+def doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true", help="every user (instead of --user)")
+    parser.add_argument(
+        "--repair", action="store_true", help="index what is missing, delete orphan vectors"
+    )
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="probe what the configured chat endpoint honours (no data needed)",
+    )
+
+
+@subcommand("doctor", "user", "json", configure=doctor_arguments, writes=False)
+async def cmd_doctor(args: argparse.Namespace, deps: Deps) -> None:
+    """compare the vector index with the stored records; --repair sets it right; --llm
+    probes the chat endpoint"""
+    if args.llm:
+        await doctor_llm(args)
+        return
+    from app.doctor import doctor
+    from cli.output import doctor_table, out, print_json
+
+    if args.all:
+        users = await asyncio.to_thread(deps.store.sessions.user_ids)
+    else:
+        await require_memory(deps, args.user)
+        users = [args.user]
+    result = await doctor(deps, users, repair=args.repair)
+    if args.json:
+        print_json(result)
+    else:
+        out.print(doctor_table(result["reports"]))
+        out.print("consistent" if result["consistent"] else "[bold red]inconsistent[/]")
