@@ -25,7 +25,8 @@ from aiogram import Bot, Router
 from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
-from app.media import MediaDigester, edit_message, index_passages, keep_document, media_item
+from app.inbox import Inbox
+from app.media import MediaDigester, index_passages, keep_document, media_item
 from app.turns import OnText
 from bot.drafts import drafts_for
 from bot.grouping import MessageGrouper
@@ -307,15 +308,19 @@ async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:
     log.info("chat %s pressed stop: %s", user_key(event.chat.id), "stopped" if stopped else "late")
 
 
-async def on_edit(message: Message, deps: Deps, texts: Texts) -> None:
+async def on_edit(message: Message, inbox: Inbox, texts: Texts) -> None:
     """An edited message: memory keeps its new text only (the old one in its history),
     searched anew, and its topic is summarised again by the next memory run. The answer
-    already given stays; nothing is sent."""
-    row = await asyncio.to_thread(
-        edit_message, deps, message.from_user.id, external_id(message), describe(message, texts)
+    already given stays; nothing is sent. An edit of a message not stored yet is applied
+    when the message is stored (`Inbox`)."""
+    row = await inbox.edit(
+        message.chat.id, message.from_user.id, external_id(message), describe(message, texts)
     )
     if row is None:
-        log.info("user %s edited a message that is not stored", user_key(message.from_user.id))
+        log.info(
+            "user %s edited a message that is not stored yet: the edit is held for it",
+            user_key(message.from_user.id),
+        )
 
 
 def build_router() -> Router:
