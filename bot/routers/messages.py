@@ -201,7 +201,7 @@ async def answer_group(
             log.exception("turn failed for user %s", user_key(message.from_user.id))
             result = None
     await deliver(
-        bot, deps, message.chat.id, telegram_message_id(ordered[-1]), result, texts, reply
+        bot, deps, message.from_user.id, telegram_message_id(ordered[-1]), result, texts, reply
     )
 
 
@@ -214,10 +214,11 @@ async def deliver(
     texts: Texts,
     reply: WebhookReply | None = None,
 ) -> None:
-    """Send a turn's answer (None: the turn failed) as a reply in the user's private chat,
-    with its Sources button; once sent, the answer is marked delivered. Given the update's
-    webhook `reply`, an answer that is one message goes in the webhook's response
-    (`bot.webhook`), marked delivered once that is written."""
+    """Send a turn's answer (None: the turn failed) to `user_id` as a reply in their private
+    chat (whose chat id is the user's id), with its Sources button; once sent, the answer
+    is marked delivered in that user's store. Given the update's webhook `reply`, an
+    answer that is one message goes in the webhook's response (`bot.webhook`), marked
+    delivered once that is written."""
     chat_id = user_id
     if result is None:
         await bot.send_message(
