@@ -1,4 +1,4 @@
-"""What the bot's media and edits become in memory (issue 14), shared with any other
+"""What the bot's media and edits become in memory, shared with any other
 front end: documents kept as attachments in passages, voice and photos turned into text
 by the media graph, and edited messages re-stored.
 
@@ -66,8 +66,8 @@ def keep_document(
 
 
 def index_passages(deps: Deps, user_id: int) -> int:
-    """Embed and index the user's queued passages (a 100,000-character document is ~230
-    passages: about 30 s of encoding on a busy 2-core machine, hence off the reply path)."""
+    """Embed and index the user's queued passages; long documents make many passages,
+    so this runs off the reply path."""
     try:
         return deps.indexer.index(user_id, "passages")
     except VectorStoreUnavailable as error:

@@ -14,7 +14,8 @@ after SIGINT/SIGTERM once shutdown is complete:
    and closes the stores after `run_bot` returns.
 
 Services reach handlers as the dispatcher's workflow data: `deps`,
-`settings`, `grouper`, `turn`, `worker`, `tracker`, `digester` (the media graph).
+`settings`, `grouper`, `turn`, `worker`, `tracker`, `seen`, `inbox` (where messages and
+their edits are stored), `digester` (the media graph).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from aiogram.webhook.aiohttp_server import setup_application
 from aiohttp import web
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from app.inbox import Inbox
 from app.media import MediaDigester
 from app.monitoring import Check, serve_metrics
 from app.turns import OnText, answer_stored, compile_response_graph
@@ -152,6 +154,7 @@ def build_dispatcher(
         worker=worker,
         tracker=TaskTracker(),
         seen=SeenMessages(),
+        inbox=Inbox(deps),
         digester=MediaDigester(deps),
         pending=imports.PendingImports(),
     )

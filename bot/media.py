@@ -4,7 +4,7 @@ On arrival a message is stored as its text, or as a short description of its
 media plus the caption ("[photo] caption"), so it is saved before anything is
 downloaded. When the group's turn runs, files are downloaded in parallel
 (retried with backoff) and turned into what the turn reads (seed 002) and what
-memory keeps (issue 14, `app.media`):
+memory keeps (`app.media`):
 
 | kind | the turn reads | memory keeps |
 |---|---|---|

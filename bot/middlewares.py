@@ -8,7 +8,8 @@ handler runs. Inner on the conversation handler: `GroupingMiddleware` (debounce
 and one turn at a time per chat), then aiogram's `ChatActionMiddleware`
 (typing while the turn runs).
 
-None of these suspends before `StoreIncomingMiddleware` takes its chat's lock,
+None of these suspends before `StoreIncomingMiddleware` takes its chat's lock in the
+`Inbox` (edits take the same lock),
 and aiogram starts update tasks in update order, so a chat's messages are
 stored in the order Telegram numbered them.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from datetime import UTC
@@ -27,6 +28,7 @@ from aiogram import BaseMiddleware, Bot
 from aiogram.enums import ChatType, ContentType
 from aiogram.types import Chat, Message, TelegramObject, Update, User
 
+from app.inbox import Inbox
 from bot.grouping import MessageGrouper
 from bot.media import describe
 from bot.sending import deliver_answer
@@ -213,9 +215,6 @@ class StoreIncomingMiddleware(BaseMiddleware):
     its chat, so the chat's open group waits for it.
     """
 
-    def __init__(self) -> None:
-        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
-
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         private = is_conversation(event)
         if not private and not (is_said(event) and data["settings"].group_memory):
@@ -232,12 +231,8 @@ class StoreIncomingMiddleware(BaseMiddleware):
         grouper: MessageGrouper = data["grouper"]
         arrival = grouper.arrival(event.chat.id)
         try:
-            async with self._locks[event.chat.id]:
-                stored = await asyncio.to_thread(
-                    deps.indexer.store_live,
-                    event.from_user.id,
-                    [message],
-                )
+            inbox: Inbox = data["inbox"]
+            stored = await inbox.store(event.chat.id, event.from_user.id, message)
             seen: SeenMessages = data["seen"]
             if (
                 not stored

@@ -4,10 +4,9 @@ aiogram validates every answer from the Bot API as `Response[T]`, `T` the method
 result type, a pydantic generic model parametrised on each call. Pydantic keeps the
 parametrised classes in a cache of weak references, and a class is only freed by the
 cyclic garbage collector, so after each full collection the next call built
-`Response[Message]` again: its schema, from scratch, with the GIL held (py-spy: 16% of
-the time the bot held the GIL in the load test). `KeepResponseModels` holds a strong
-reference to each method's model from its first call on; there are as many as methods
-used (a few dozen at most).
+`Response[Message]` again: its schema, from scratch, with the GIL held.
+`KeepResponseModels` holds a strong reference to each method's model from its first call
+on; there are as many as methods used (a few dozen at most).
 """
 
 from __future__ import annotations

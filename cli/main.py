@@ -239,7 +239,7 @@ def entry() -> int:
     """The `topica` script: `main`, then an exit without the interpreter's last collections.
 
     At exit the interpreter runs full garbage collections over every object the process
-    made. With LangGraph and Chroma loaded that is about 0.25 s of a 2 s `topica ask`,
+    made: with LangGraph and Chroma loaded, a noticeable share of a short command's time,
     spent on memory the operating system is about to take back anyway. By then the stores
     are closed and the event loop is gone, so the heap is frozen instead: the collections
     skip it. Objects are still freed by reference counting, `atexit` handlers still run and

@@ -16,7 +16,7 @@ from langgraph.types import RetryPolicy
 def postgres_transient() -> tuple[type[Exception], ...]:
     """PostgreSQL's passing troubles (a dropped connection, a deadlock or serialization
     failure), once its driver is loaded: an error of psycopg's can only exist after that,
-    so a process on SQLite never imports it for this (0.15 s of `topica ask`)."""
+    so a process on SQLite never imports it for this."""
     if "psycopg" not in sys.modules:
         return ()
     from psycopg import OperationalError

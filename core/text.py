@@ -32,8 +32,7 @@ _HEADER_AT_LINE_START = re.compile(r"^([ \t]*)={3,}", re.MULTILINE)
 _ANY_TRIGGER = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029<\[]|===")
 """What one of the patterns above needs to match at all: a line break of `_LINE_BREAKS`,
 the `<` of a tag, the `[` of a label or id marker, or a header's `===`. Text without any
-is returned as it is, without running them: the LoCoMo context assembly's 73,000 calls
-took 0.25 s instead of 0.70 s under cProfile."""
+is returned as it is, without running them."""
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")

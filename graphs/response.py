@@ -52,7 +52,7 @@ def add_retrieval(builder: StateGraph, deps: Deps, *, after: str = START) -> Non
     )
     builder.add_node("raw_query", raw_query)
     builder.add_node("search", make_search(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node("rerank", make_rerank(reranker, deps))
+    builder.add_node("rerank", make_rerank(reranker))
     builder.add_edge(after, "enrich")
     builder.add_edge("raw_query", "search")
     builder.add_edge("search", "rerank")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # numpy loads with the first text embedded: `topica topics` e
 MAX_EMBEDDED_CHARS = 30_000
 """Longer texts are embedded by their first 30K characters: a topic is at most 25K
 (split_threshold_chars) plus its summary, and the local encoder's pure-Python
-tokenizer needs about 1.5 s for 30K characters, 4.5 s for 100K."""
+tokenizer's time grows with the length of the text."""
 
 CACHE_SIZE = 512
 """Vectors of recent texts kept (about 1 MB)."""

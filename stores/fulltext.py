@@ -93,6 +93,6 @@ to the score of a row that also holds one of the query's rarer terms, and a row 
 common terms alone ranks only when the rarer terms match fewer rows than were asked for
 (Lucene's CommonTermsQuery, Elasticsearch's `cutoff_frequency`). Every row that holds
 a rarer term keeps its whole BM25 score, common terms included. FTS5 scores every row
-that matches any term, about a microsecond a row, and has no early stop; below this
-many, ranking every match costs under 2 ms. Not a relevance setting: it is never
+that matches any term and has no early stop; below this many, ranking every match is
+cheap. Not a relevance setting: it is never
 reached by a conversation of fewer rows."""

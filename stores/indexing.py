@@ -160,11 +160,9 @@ class Indexer:
         A turn's message stays in its chat's window for the turns after it, and vector
         search reaches only the messages outside the window: auto-RAG's earlier messages,
         and archived ones, whose queue every memory run drains first (`index_all`).
-        Upserting each message as it came cost one Chroma call a message, and embedded
-        Chroma holds the GIL through an upsert (its bindings release it for reads only,
-        chroma-core/chroma#3873): every turn of every chat stood still for each one, about
-        half of the time the bot held the GIL under load. Queued, a window's worth goes in
-        one call."""
+        Embedded Chroma holds the GIL through an upsert (its bindings release it for
+        reads only), which stalls every chat's turn; queued, a window's worth of messages
+        goes in one upsert instead of one a message."""
         return self.store.messages.add(user_id, list(messages))
 
     def catch_up(self, user_id: int, in_context: Collection[int]) -> bool:

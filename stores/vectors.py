@@ -5,10 +5,9 @@ default embedding function (which downloads a model) is never used.
 
 Each user's records of a kind live in their own collection
 (`{kind}-{embedder}-u{user_id}`), so a query can only ever search that user's
-vectors, and its cost does not grow with everyone else's. (Shared collections
-filtered by a `user_id` metadata `where` cost time linear in the user's records on
-every query: 1.6 s for a user with 100,000 topics in `topica bench search`, against
-~2 ms for the same vectors alone.) Every record still carries its `user_id` in
+vectors, and its cost does not grow with everyone else's (a metadata `where` on a
+shared collection would cost time linear in the user's records). Every record still
+carries its `user_id` in
 metadata, and reads drop any record whose `user_id` is not the user's. Stores
 written with the earlier shared collections are moved over on first connection.
 """
@@ -37,12 +36,11 @@ MIGRATION_PAGE = 5000
 """Records copied per page when moving a shared collection to per-user ones."""
 
 SERVER_RETRY_S = (0.05, 0.1, 0.2, 0.4)
-"""The waits before a call a Chroma server failed is tried again (0.75 s in all).
+"""The waits before a call a Chroma server failed is tried again.
 A collection another process created a moment ago can fail a query with "Error creating
-hnsw segment reader: Nothing found on disk" (chromadb 1.5, `chroma run` only; never the
-embedded store). Measured with concurrent readers: only in a collection's first 0.2 s,
-each collection's failures within 0.15 s of each other (`tests/e2e/test_chroma_server.py`
-races 40 new collections)."""
+hnsw segment reader: Nothing found on disk" (`chroma run` only; never the embedded
+store) for a short while after its creation; these waits outlast that window
+(`tests/e2e/test_chroma_server.py` races new collections)."""
 
 log = logging.getLogger(__name__)
 
@@ -229,9 +227,9 @@ class VectorStore:
     ) -> dict[str, Any]:
         """The records among `ids` that belong to the user: {chroma id: embedding or None}.
 
-        Fetched from the user's collection by id (an index lookup; Chroma 1.x takes time
-        that grows with ids times records for `ids` with a `where`: 1,000 ids of 30,000
-        records, 20 s against 65 ms), then checked against their `user_id` metadata.
+        Fetched from the user's collection by id alone (an index lookup; `ids` with a
+        `where` costs time that grows with ids times records), then checked against
+        their `user_id` metadata.
         """
         include: list[Any] = ["metadatas", "embeddings"] if embeddings else ["metadatas"]
         found = self._use(

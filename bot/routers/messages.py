@@ -25,7 +25,8 @@ from aiogram import Bot, Router
 from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
-from app.media import MediaDigester, edit_message, index_passages, keep_document, media_item
+from app.inbox import Inbox
+from app.media import MediaDigester, index_passages, keep_document, media_item
 from app.reading import ReadLimits
 from app.turns import OnText
 from bot.drafts import drafts_for
@@ -202,7 +203,7 @@ async def answer_group(
             log.exception("turn failed for user %s", user_key(message.from_user.id))
             result = None
     await deliver(
-        bot, deps, message.chat.id, telegram_message_id(ordered[-1]), result, texts, reply
+        bot, deps, message.from_user.id, telegram_message_id(ordered[-1]), result, texts, reply
     )
 
 
@@ -215,10 +216,11 @@ async def deliver(
     texts: Texts,
     reply: WebhookReply | None = None,
 ) -> None:
-    """Send a turn's answer (None: the turn failed) as a reply in the user's private chat,
-    with its Sources button; once sent, the answer is marked delivered. Given the update's
-    webhook `reply`, an answer that is one message goes in the webhook's response
-    (`bot.webhook`), marked delivered once that is written."""
+    """Send a turn's answer (None: the turn failed) to `user_id` as a reply in their private
+    chat (whose chat id is the user's id), with its Sources button; once sent, the answer
+    is marked delivered in that user's store. Given the update's webhook `reply`, an
+    answer that is one message goes in the webhook's response (`bot.webhook`), marked
+    delivered once that is written."""
     chat_id = user_id
     if result is None:
         await bot.send_message(
@@ -309,15 +311,19 @@ async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:
     log.info("chat %s pressed stop: %s", user_key(event.chat.id), "stopped" if stopped else "late")
 
 
-async def on_edit(message: Message, deps: Deps, texts: Texts) -> None:
+async def on_edit(message: Message, inbox: Inbox, texts: Texts) -> None:
     """An edited message: memory keeps its new text only (the old one in its history),
     searched anew, and its topic is summarised again by the next memory run. The answer
-    already given stays; nothing is sent."""
-    row = await asyncio.to_thread(
-        edit_message, deps, message.from_user.id, external_id(message), describe(message, texts)
+    already given stays; nothing is sent. An edit of a message not stored yet is applied
+    when the message is stored (`Inbox`)."""
+    row = await inbox.edit(
+        message.chat.id, message.from_user.id, external_id(message), describe(message, texts)
     )
     if row is None:
-        log.info("user %s edited a message that is not stored", user_key(message.from_user.id))
+        log.info(
+            "user %s edited a message that is not stored yet: the edit is held for it",
+            user_key(message.from_user.id),
+        )
 
 
 def build_router() -> Router:

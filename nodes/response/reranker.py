@@ -164,10 +164,17 @@ def make_prepare(deps: Deps):
         reason = settled_reason(deps, context, candidates)
         if reason is not None:
             return Command(goto="vector_fallback", update={**fresh, "rerank_fallback": reason})
-        prompt_messages = build_prompt(state, candidates, people, context)
+        profile = state.get("profile")
+        if profile is None:
+            profile = await asyncio.to_thread(core_profile, deps, context.user_id)
+        prompt_messages = build_prompt({**state, "profile": profile}, candidates, people, context)
         return Command(
             goto="request_content",
-            update={**fresh, "messages": [*fresh["messages"], *prompt_messages]},
+            update={
+                **fresh,
+                "profile": profile,
+                "messages": [*fresh["messages"], *prompt_messages],
+            },
         )
 
     return prepare
@@ -302,55 +309,42 @@ def fallback_of(
     return selection_update(selection, reason)
 
 
-def make_rerank(reranker: CompiledStateGraph, deps: Deps):
-    """The response graph's `rerank` node: the compiled subgraph on this turn's candidates,
-    its own state mapped explicitly.
+def core_profile(deps: Deps, user_id: int) -> list[str]:
+    """The user's key facts, as the model's prompt shows them."""
+    return [fact["content"] for fact in deps.store.facts.core(user_id)]
 
-    When no model may be asked (none configured, reranking disabled) or there is nothing to
-    rank, the subgraph's outcome is known before it starts: `prepare` would take its
-    labelled edge to `vector_fallback`. The node then applies that fallback itself, on the
-    candidates the user's rows confirm, as `prepare` does, without running the subgraph or
-    reading the profile only the model's prompt needs (a fifth of a retrieval's time
-    without a model, in `topica bench search`)."""
+
+def make_rerank(reranker: CompiledStateGraph):
+    """The response graph's `rerank` node: the compiled subgraph on this turn's candidates,
+    its own state mapped explicitly. Every outcome, the no-model one included, is an edge
+    of the subgraph: `prepare` decides, and reads the user's profile only when a model is
+    to be asked."""
 
     async def rerank(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         offered = state.get("candidates") or []
-        if settled_reason(deps, runtime.context, offered) is None:
-            # Called here, in the node itself, so that the graph's drawing (xray) finds it.
-            request = await rerank_request(state, runtime.context)
-            result = await reranker.ainvoke(request, context=runtime.context)
-        else:
-            result = await asyncio.to_thread(settle, state, runtime.context)
+        request = RerankInput(
+            query=state["query"],
+            user_message=state["text"],
+            candidates=offered,
+            people_candidates=state.get("people_candidates") or [],
+        )
+        # Called here, in the node itself, so that the graph's drawing (xray) finds it.
+        result = await reranker.ainvoke(request, context=runtime.context)
         RERANKER_CANDIDATES_IN.observe(len(offered))
         RERANKER_CANDIDATES_OUT.observe(len(result["selected_topics"]))
         RERANKER_SELECTED.observe(len(result["selected_topics"]))
         if result["rerank_fallback"]:
             RERANKER_FALLBACKS.labels(reason=result["rerank_fallback"]).inc()
-        return {
-            "selected_topics": result["selected_topics"],
-            "selected_people": result["selected_people"],
-            "rerank_fallback": result["rerank_fallback"],
-            "rerank_dropped_ids": result["rerank_dropped_ids"],
-            "rerank_llm_calls": result["rerank_llm_calls"],
-            "selected_by_search_order": result["selected_by_search_order"],
-        }
-
-    def settle(state: ResponseState, context: ResponseContext) -> dict:
-        candidates, people = confirmed(
-            deps, context.user_id, state.get("candidates") or [], state.get("people_candidates")
-        )
-        reason = settled_reason(deps, context, candidates)
-        assert reason is not None  # no model may be asked, or nothing is left to rank
-        return {**fallback_of(candidates, people, reason, context), "rerank_llm_calls": 0}
-
-    async def rerank_request(state: ResponseState, context: ResponseContext) -> RerankInput:
-        core_facts = await asyncio.to_thread(deps.store.facts.core, context.user_id)
-        return RerankInput(
-            query=state["query"],
-            user_message=state["text"],
-            profile=[fact["content"] for fact in core_facts],
-            candidates=state.get("candidates") or [],
-            people_candidates=state.get("people_candidates") or [],
-        )
+        return {key: result[key] for key in RERANK_OUTPUT_KEYS}
 
     return rerank
+
+
+RERANK_OUTPUT_KEYS = (
+    "selected_topics",
+    "selected_people",
+    "rerank_fallback",
+    "rerank_dropped_ids",
+    "rerank_llm_calls",
+    "selected_by_search_order",
+)

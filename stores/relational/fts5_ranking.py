@@ -4,9 +4,8 @@ they matter (`stores.fulltext.COMMON_MATCHES`).
 FTS5 scores every row that matches any phrase of a query before it sorts them: it has no
 early stop such as Lucene's block-max WAND. A query that names a common word, or whose
 prefix stem also begins a common word, makes it score thousands of a large user's rows to
-keep fifty (at 100,000 topics, 15,000 of 200,000 messages: 13 ms for one query). Here the
-query's phrases are first counted, each up to `COMMON_MATCHES` rows. Where some are
-common and some are not, two smaller queries rank:
+keep fifty. Here the query's phrases are first counted, each up to `COMMON_MATCHES` rows.
+Where some are common and some are not, two smaller queries rank:
 
 - the rare phrases alone: every row holding a rare phrase and no common one gets the
   score the whole query gives it (a phrase a row does not hold adds nothing to it);

@@ -57,10 +57,7 @@ def _words_index(table: str, column: str, *, on_update: bool) -> str:
     behind its user's tag (`stores.fulltext.user_words`, a function every writing
     connection registers). A query names the user's tag in every term, so it reads only
     the user's postings, and BM25's document frequency of each term counts only the
-    user's documents. Before,
-    an indexed `user_id` phrase kept the matches to the user, and bm25() counted all of the
-    user's rows for that phrase on every query (at 100,000 topics about 10 ms of the
-    messages query's 17). The triggers pass the same words to FTS5's `delete`."""
+    user's documents. The triggers pass the same words to FTS5's `delete`."""
     index = f"{table}_fts"
     old = f"topica_words(old.user_id, old.{column})"
     new = f"topica_words(new.user_id, new.{column})"
@@ -214,9 +211,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 4: the full-text indexes index user_id too, so a search scores only the user's
     # matches (`user_id : N AND content : (...)`) instead of every user's and then
-    # filtering: message search 5.2 -> 1.7 ms for a user with 624 messages in a store
-    # of 75,000 (the one user holding 60,000 pays 11 -> 15 ms). Rebuilt from their
-    # content tables (1.3 s for that store); the triggers are unchanged.
+    # filtering. Rebuilt from their content tables; the triggers are unchanged.
     _fts_with_user("messages", "content")
     + _fts_with_user("topics", "summary")
     + SUMMARY_UPDATE_TRIGGER,
@@ -235,7 +230,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX answers_user ON answers(user_id, message_id);
     """,
-    # 6: memory of what messages carry and of what changed in them (issue 14).
+    # 6: memory of what messages carry and of what changed in them.
     # - `attachments`: a document's text, kept with its message (which stores only its
     #   label), split into `passages` that are indexed like messages (full text here,
     #   vectors through the queue, whose kinds gain 'passages'). Both go with the message.

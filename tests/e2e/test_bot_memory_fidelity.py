@@ -186,6 +186,34 @@ async def test_an_edited_message_is_recalled_by_its_new_text_only(
         assert store.messages.search(ALICE.id, "4417", 10) == []
 
 
+async def test_an_edit_that_overtakes_its_message_is_applied_once_it_is_stored(
+    make_deps: Callable[..., Deps],
+) -> None:
+    """A burst: messages and an edit of the last of them arrive in one batch of updates,
+    so the edit is handled while its message still waits behind the others to be stored.
+    The edit is applied once the message is stored, exactly once."""
+    async with running_bot(make_deps, [ALICE], turn_wait_s=0.1) as running:
+        api, store = running.api, running.deps.store
+        for line in FILLER:
+            api.send_text(ALICE, line)
+        sent = api.send_text(ALICE, "The code of my gym locker is 4417.")
+        api.edit_text(sent, "The code of my gym locker is 9023.")
+
+        await api.wait_for_sent(ALICE.id, 1)
+        rows = await api.wait_until(
+            lambda: [r for r in store.messages.all_of(ALICE.id) if "9023" in r["content"]],
+            what="the edit applied",
+        )
+
+        [locker] = rows
+        [edit] = store.messages.edits(ALICE.id, locker["id"])
+        assert (edit["old_content"], edit["new_content"]) == (
+            "The code of my gym locker is 4417.",
+            "The code of my gym locker is 9023.",
+        )
+        assert len(store.messages.all_of(ALICE.id)) == len(FILLER) + 1 + 1  # and the answer
+
+
 async def test_a_documents_passages_are_indexed_after_the_answer(
     make_deps: Callable[..., Deps],
 ) -> None:

@@ -71,7 +71,7 @@ async def retrieve(deps: Deps, user_id: int, question: str) -> ResponseState:
         state.update(await raw_query(state))
     state.update(await make_search(deps)(state, runtime))
     reranker = build_reranker_graph(deps).compile()
-    state.update(await make_rerank(reranker, deps)(state, runtime))
+    state.update(await make_rerank(reranker)(state, runtime))
     return state
 
 
@@ -113,39 +113,43 @@ async def test_retrieval_is_per_user_on_identical_archives(demo_archive: DemoArc
             assert {t["id"] for t in state["selected_topics"]} <= own[user_id]
 
 
-async def retrieval_namespaces(deps: Deps, question: str) -> tuple[set[tuple[str, ...]], dict]:
-    """The retrieval graph run on `question`, streamed with its subgraphs: the namespaces
-    that reported an update (the root graph's is `()`), and the final state."""
+async def retrieval_path(deps: Deps, question: str) -> tuple[list[tuple[str, str]], dict]:
+    """The retrieval graph run on `question`, streamed with its subgraphs: each node that
+    reported an update, as (the first part of its namespace, its name) in the order run
+    (the root graph's namespace is ""), and the final state."""
     graph = build_retrieval_graph(deps).compile()
     context = ResponseContext.from_settings(deps.settings, user_id=USER, now_iso=NOW)
-    namespaces: set[tuple[str, ...]] = set()
-    async for namespace, _ in graph.astream(
+    path: list[tuple[str, str]] = []
+    async for namespace, update in graph.astream(
         {"text": question}, context=context, stream_mode="updates", subgraphs=True
     ):
-        namespaces.add(namespace)
+        scope = namespace[0].split(":")[0] if namespace else ""
+        path.extend((scope, node) for node in update)
     state = await graph.ainvoke({"text": question}, context=context)
-    return namespaces, state
+    return path, state
 
 
-async def test_without_a_model_rerank_settles_as_its_subgraph_would_without_running_it(
+async def test_without_a_model_rerank_takes_the_subgraphs_no_model_edge(
     demo_archive: DemoArchive,
 ):
+    """No reranker model: the subgraph runs and `prepare` takes its drawn edge to
+    `vector_fallback`; the result is the subgraph's own on the same request."""
     deps = demo_archive.deps
     reranker = build_reranker_graph(deps).compile()
     context = ResponseContext.from_settings(deps.settings, user_id=USER, now_iso=NOW)
     for question in QUESTIONS[::3]:
-        namespaces, state = await retrieval_namespaces(deps, question["question"])
-        assert namespaces == {()}, f"a subgraph ran: {namespaces}"
+        path, state = await retrieval_path(deps, question["question"])
+        rerank_path = [node for scope, node in path if scope == "rerank"]
+        assert rerank_path == ["prepare", "vector_fallback"], path
+        assert state["rerank_fallback"] == "no_model"
         assert state["candidates"]
         request = RerankInput(
             query=state["query"],
             user_message=state["text"],
-            profile=[],
             candidates=state["candidates"],
             people_candidates=state.get("people_candidates") or [],
         )
         direct = await reranker.ainvoke(request, context=context)
-        assert direct["rerank_fallback"] == "no_model"
         assert {key: state[key] for key in direct} == direct
 
 
@@ -158,9 +162,12 @@ async def test_with_a_model_the_reranker_subgraph_runs(
     deps = replace(demo_archive.deps, models=ModelRegistry.fixed({"reranker": server.chat_model()}))
     question = QUESTIONS[0]["question"]
 
-    namespaces, _ = await retrieval_namespaces(deps, question)
+    path, _ = await retrieval_path(deps, question)
 
-    assert any(namespace and namespace[0].startswith("rerank:") for namespace in namespaces)
+    assert [node for scope, node in path if scope == "rerank"][:2] == [
+        "prepare",
+        "request_content",
+    ], path
     assert len(server.chat_requests) >= 1
 
 
