@@ -132,12 +132,12 @@ async def test_sigterm_during_a_read_stops_the_bot_within_its_shutdown_timeout(
             )
             readers = reader_processes(bot.process.pid)
             stopping = time.monotonic()
-            assert await bot.stop(timeout_s=shutdown_s + 10) == 0
+            assert await bot.stop(timeout_s=shutdown_s + 20) == 0
             stopped_in = time.monotonic() - stopping
         finally:
             await bot.kill()
     print(f"\nSIGTERM during a read: stopped in {stopped_in:.1f} s (timeout {shutdown_s:g} s)")
-    assert stopped_in < shutdown_s + 5
+    assert stopped_in < shutdown_s + 10, "the shutdown timeout, then the process's own exit"
     await asyncio.sleep(0.5)
     for pid in readers:
         with pytest.raises(ProcessLookupError):
