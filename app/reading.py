@@ -1,14 +1,14 @@
 """Reading a document's text with hard bounds, wherever files are read.
 
-A PDF is read by pypdf in a worker process of its own (`python -m app.reading`), never
-in a thread of the caller: the worker runs at a lower priority under a CPU-time limit
-(`RLIMIT_CPU`) and an address-space limit (`RLIMIT_AS`), the caller kills it past a
-wall-clock limit or when its turn is cancelled, and before any page is parsed the
-document is refused past a page count or a total of decompressed content-stream bytes
-(pages that share one stream count it once per page: parsing costs per page). Nothing
-of a read outlives the call. Text documents are decoded in the caller: BOM first, then
-UTF-8, then the encoding charset-normalizer detects; bytes that are no text are
-refused as binary.
+A PDF is read by langchain-community's `PyPDFParser` (pypdf) in a worker process of its
+own (`python -m app.reading`), never in a thread of the caller: the worker runs at a
+lower priority under a CPU-time limit (`RLIMIT_CPU`) and an address-space limit
+(`RLIMIT_AS`), the caller kills it past a wall-clock limit or when its turn is
+cancelled, and before any page is parsed the document is refused past a page count or a
+total of decompressed content-stream bytes (pages that share one stream count it once
+per page: parsing costs per page). Nothing of a read outlives the call. Text documents
+are decoded in the caller: BOM first, then UTF-8, then the encoding charset-normalizer
+detects; bytes that are no text are refused as binary.
 
 A document that cannot be read raises `DocumentUnreadable` with a reason the user is
 told: `unreadable`, `encrypted`, `too_complex` (a bound was reached) or `binary`.
@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -199,10 +200,16 @@ def _pdf_text(data: bytes, max_pages: int, max_bytes: int, max_chars: int) -> st
         total += 0 if contents is None else _stream_bytes(contents, seen)
         if total > max_bytes:
             raise DocumentUnreadable("too_complex", f"over {max_bytes} decompressed bytes")
+    with warnings.catch_warnings():  # the package's notice on import, not the reader's concern
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.document_loaders.parsers.pdf import PyPDFParser
+    from langchain_core.documents.base import Blob
+
     texts: list[str] = []
     length = 0
-    for page in pages:
-        text = (page.extract_text() or "").strip()
+    blob = Blob.from_data(data, mime_type="application/pdf")
+    for page in PyPDFParser().lazy_parse(blob):
+        text = page.page_content.strip()
         if text:
             texts.append(text)
             length += len(text) + 2
