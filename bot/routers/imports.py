@@ -25,7 +25,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from app.imports import EXPORT_FILES, import_history, read_export
 from bot.import_texts import ImportTexts, import_texts
-from bot.media import download, incoming_file
+from bot.media import FileTooLarge, download, incoming_file
 from bot.texts import Texts
 from core.deps import Deps
 from core.errors import SessionFormatError
@@ -99,7 +99,11 @@ async def offer_import(
     if (document.file_size or 0) > BOT_API_DOWNLOAD_LIMIT:  # type: ignore[union-attr]
         await message.answer(said.too_big.format(name=name, user_id=user_id))
         return
-    data = await download(bot, incoming_file(message))  # type: ignore[arg-type]
+    try:
+        data = await download(bot, incoming_file(message), BOT_API_DOWNLOAD_LIMIT)  # type: ignore[arg-type]
+    except FileTooLarge:
+        await message.answer(said.too_big.format(name=name, user_id=user_id))
+        return
     try:
         history = await asyncio.to_thread(_read, data, name, settings.ingest_max_bytes)
     except SessionFormatError as error:
