@@ -21,6 +21,22 @@ from core.tracing import user_key
 log = logging.getLogger(__name__)
 
 
+def stored_id(chat_id: int, message_id: int) -> str:
+    """The stored id of a Telegram message: unique per chat, stable across redeliveries.
+    It is also the id of the turn answering it (the turn's stop button names it)."""
+    return f"tg-{chat_id}-{message_id}"
+
+
+def chat_prefix(chat_id: int) -> str:
+    """The prefix of every stored id of one chat's messages."""
+    return f"tg-{chat_id}-"
+
+
+def telegram_message_id(stored: str) -> int:
+    """The Telegram message id in a stored id (`stored_id`'s inverse)."""
+    return int(stored.rsplit("-", 1)[1])
+
+
 class Inbox:
     def __init__(self, deps: Deps, capacity: int = 1_000) -> None:
         self.deps = deps

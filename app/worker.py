@@ -24,9 +24,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.memory import archive_user
+from core.context import MemoryContext
 from core.deps import Deps
 from core.tracing import user_key
-from nodes.memory.chunking import next_chunk
+from nodes.memory.chunking import ready_chunk
 
 log = logging.getLogger(__name__)
 
@@ -89,21 +90,8 @@ class MemoryWorker:
             user_id, 1
         ):
             return True
-        pending = self.deps.store.messages.unarchived(user_id, settings.max_chunk_size + 1)
-        batching = settings.archive_batch_messages > 0
-        segment = self.deps.store.sessions.current_segment(user_id) if batching else 0
-        chunk = next_chunk(
-            pending,
-            interval_s=settings.chunk_interval.total_seconds(),
-            max_gap_s=settings.topic_max_gap.total_seconds(),
-            max_messages=settings.max_chunk_size,
-            max_chars=settings.split_threshold_chars,
-            now_ts=now_ts,
-            archive_all=False,
-            batch_messages=settings.archive_batch_messages,
-            max_wait_s=settings.archive_max_wait.total_seconds(),
-            segment=segment,
-        )
+        context = MemoryContext.from_settings(settings, user_id=user_id, now_ts=now_ts)
+        chunk = ready_chunk(self.deps, context)
         return bool(chunk)
 
     async def tick(self) -> list[int]:

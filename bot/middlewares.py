@@ -28,7 +28,7 @@ from aiogram import BaseMiddleware, Bot
 from aiogram.enums import ChatType, ContentType
 from aiogram.types import Chat, Message, TelegramObject, Update, User
 
-from app.inbox import Inbox
+from app.inbox import Inbox, chat_prefix, stored_id
 from bot.grouping import MessageGrouper
 from bot.media import describe
 from bot.sending import deliver_answer
@@ -43,24 +43,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
 
-def stored_id(chat_id: int, message_id: int) -> str:
-    """The stored id of a Telegram message: unique per chat, stable across redeliveries.
-    It is also the id of the turn answering it (the turn's stop button names it)."""
-    return f"tg-{chat_id}-{message_id}"
-
-
 def external_id(message: Message) -> str:
+    """The stored id of a Telegram message (`app.inbox.stored_id`)."""
     return stored_id(message.chat.id, message.message_id)
-
-
-def chat_prefix(chat_id: int) -> str:
-    """The prefix of every stored id of one chat's messages."""
-    return f"tg-{chat_id}-"
-
-
-def telegram_message_id(stored: str) -> int:
-    """The Telegram message id in a stored id (`stored_id`'s inverse)."""
-    return int(stored.rsplit("-", 1)[1])
 
 
 class SeenMessages:

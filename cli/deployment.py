@@ -17,15 +17,24 @@ if TYPE_CHECKING:
 
 @subcommand("migrate", "json")
 async def cmd_migrate(args: argparse.Namespace, deps: Deps) -> None:
-    """bring the store's schema up to date (also done at every start; safe from replicas at once)"""
+    """bring the store's schema up to date (also done at every start; safe from replicas at
+    once) and move vectors of earlier shared Chroma collections to per-user ones"""
     from cli.output import out, print_json
 
     store = deps.store
-    result = {"engine": store.db.engine, "store": store.path, "version": store.schema_version}
+    moved = await asyncio.to_thread(deps.vectors.move_shared_collections)
+    result = {
+        "engine": store.db.engine,
+        "store": store.path,
+        "version": store.schema_version,
+        "vectors_moved": moved,
+    }
     if args.json:
         print_json(result)
     else:
         out.print(f"{result['engine']} store {result['store']}: schema version {result['version']}")
+        if moved:
+            out.print(f"{moved} vectors moved to per-user collections")
 
 
 def copy_arguments(parser: argparse.ArgumentParser) -> None:

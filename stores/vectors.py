@@ -7,9 +7,8 @@ Each user's records of a kind live in their own collection
 (`{kind}-{embedder}-u{user_id}`), so a query can only ever search that user's
 vectors, and its cost does not grow with everyone else's (a metadata `where` on a
 shared collection would cost time linear in the user's records). Every record still
-carries its `user_id` in
-metadata, and reads drop any record whose `user_id` is not the user's. Stores
-written with the earlier shared collections are moved over on first connection.
+carries its `user_id` in metadata, and reads drop any record whose `user_id` is not the
+user's. `topica migrate` moves the records of the earlier shared collections over.
 """
 
 from __future__ import annotations
@@ -113,7 +112,6 @@ class VectorStore:
                 try:
                     if self._client is None:
                         self._client = self._connect()
-                        self._move_shared_collections()
                     self._collections[key] = self._open(self.collection_name(kind, user_id))
                 except Exception as error:
                     self._client = None
@@ -121,14 +119,22 @@ class VectorStore:
                     raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
             return self._collections[key]
 
-    def _move_shared_collections(self) -> None:
+    def move_shared_collections(self) -> int:
         """Copy the records of an earlier shared `{kind}-{embedder}` collection into the
-        per-user collections, then drop it. Upserts are idempotent and the shared
-        collection goes last, so an interrupted move is simply done again."""
+        per-user collections, then drop it (`topica migrate`); the records moved. Upserts
+        are idempotent and the shared collection goes last, so an interrupted move is
+        simply done again."""
+        with self._reachable(), self._lock:
+            if self._client is None:
+                self._client = self._connect()
+            return self._move_shared_collections()
+
+    def _move_shared_collections(self) -> int:
         import numpy as np
         from chromadb.errors import NotFoundError
 
         assert self._client is not None
+        moved = 0
         for kind in VECTOR_KINDS:
             shared = f"{kind}-{self._namespace}"
             try:
@@ -152,7 +158,9 @@ class VectorStore:
                         metadatas=[page["metadatas"][i] for i in rows],
                     )
                 offset += len(page["ids"])
+            moved += offset
             self._client.delete_collection(shared)
+        return moved
 
     @contextmanager
     def _reachable(self) -> Iterator[None]:

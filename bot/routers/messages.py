@@ -25,22 +25,14 @@ from aiogram import Bot, Router
 from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
-from app.inbox import Inbox
+from app.inbox import Inbox, chat_prefix, stored_id, telegram_message_id
 from app.media import MediaDigester, index_passages, keep_document, media_item
 from app.reading import ReadLimits
 from app.turns import OnText
 from bot.drafts import drafts_for
 from bot.grouping import MessageGrouper
 from bot.media import PreparedGroup, describe, prepare_group
-from bot.middlewares import (
-    GroupingMiddleware,
-    SeenMessages,
-    chat_prefix,
-    external_id,
-    is_conversation,
-    stored_id,
-    telegram_message_id,
-)
+from bot.middlewares import GroupingMiddleware, SeenMessages, external_id, is_conversation
 from bot.routers.sources import sources_button
 from bot.sending import deliver_answer
 from bot.texts import Texts, texts_for

@@ -126,32 +126,32 @@ def archive_batch(
     )
 
 
+def ready_chunk(deps: Deps, context: MemoryContext) -> list[MessageRow]:
+    """The chunk a memory run for `context.user_id` archives now, empty when none is
+    ready: the one readiness rule of `load_chunk` and of the memory worker."""
+    # A chunk never holds more than max_chunk_size messages, so reading one
+    # more than that is enough to find where it ends.
+    pending = deps.store.messages.unarchived(context.user_id, context.max_chunk_size + 1)
+    batching = context.archive_batch_messages > 0 and not context.archive_all
+    segment = deps.store.sessions.current_segment(context.user_id) if batching else 0
+    return next_chunk(
+        pending,
+        interval_s=context.chunk_interval_s,
+        max_gap_s=context.topic_max_gap_s,
+        max_messages=context.max_chunk_size,
+        max_chars=context.split_threshold_chars,
+        now_ts=context.now_ts if context.now_ts is not None else time.time(),
+        archive_all=context.archive_all,
+        batch_messages=context.archive_batch_messages,
+        max_wait_s=context.archive_max_wait_s,
+        segment=segment,
+    )
+
+
 def make_load_chunk(deps: Deps):
     async def load_chunk(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
         context = runtime.context
-        # A chunk never holds more than max_chunk_size messages, so reading one
-        # more than that is enough to find where it ends.
-        pending = await asyncio.to_thread(
-            deps.store.messages.unarchived, context.user_id, context.max_chunk_size + 1
-        )
-        batching = context.archive_batch_messages > 0 and not context.archive_all
-        segment = (
-            await asyncio.to_thread(deps.store.sessions.current_segment, context.user_id)
-            if batching
-            else 0
-        )
-        chunk = next_chunk(
-            pending,
-            interval_s=context.chunk_interval_s,
-            max_gap_s=context.topic_max_gap_s,
-            max_messages=context.max_chunk_size,
-            max_chars=context.split_threshold_chars,
-            now_ts=context.now_ts if context.now_ts is not None else time.time(),
-            archive_all=context.archive_all,
-            batch_messages=context.archive_batch_messages,
-            max_wait_s=context.archive_max_wait_s,
-            segment=segment,
-        )
+        chunk = await asyncio.to_thread(ready_chunk, deps, context)
         # With nothing to archive, topics whose facts are still missing (the archivist
         # failed, or was not configured then) get their turn, so they are not stuck until
         # the user writes again.

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cli.main import main
+from core.deps import Deps
 from stores.embedders import normalise
 from stores.vectors import VectorStore, build_chroma_client
 
@@ -140,14 +145,39 @@ def test_shared_collections_of_an_earlier_version_are_moved_to_per_user_ones(
     )
 
     store = VectorStore(lambda: client, "model A")
+    assert store.count("topics", 1) == 0, "moved by `topica migrate`, not by a connection"
+    assert store.move_shared_collections() == 4
     assert store.count("topics", 1) == 2 and store.count("topics", 2) == 2
     assert "topics-model-a" not in {c.name for c in client.list_collections()}
     assert [i for i, _ in store.query("topics", 1, QUERY[0], limit=5)] == [1, 3]
     assert [i for i, _ in store.query("topics", 2, QUERY[0], limit=5)] == [4, 2]
     assert [i for i, _ in store.query("topics", 1, QUERY[0], 5, where={"segment": 5})] == [3]
     np.testing.assert_allclose(store.vectors("topics", 2, [2])[2], rows[1], atol=1e-6)
-    # A second store on the same client finds nothing left to move.
-    assert VectorStore(lambda: client, "model A").count("topics", 1) == 2
+    # A second move finds nothing left to move.
+    assert VectorStore(lambda: client, "model A").move_shared_collections() == 0
+    assert store.count("topics", 1) == 2
+
+
+def test_topica_migrate_moves_shared_collections(deps: Deps):
+    """The move runs in `topica migrate`, not on a connection."""
+    data_dir = str(deps.settings.data_dir)
+    per_user = deps.vectors.collection_name("topics", 1)
+    shared_name = per_user.rsplit("-u", 1)[0]
+    client = build_chroma_client(deps.settings)
+    client.create_collection(shared_name, embedding_function=None).add(
+        ids=["7"], embeddings=QUERY, metadatas=[{"user_id": 1}]
+    )
+    assert deps.vectors.count("topics", 2) == 0
+    assert shared_name in {c.name for c in client.list_collections()}
+    deps.close()
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        status = main(["migrate", "--json", "--data-dir", data_dir])
+
+    assert status == 0 and json.loads(output.getvalue())["vectors_moved"] == 1
+    names = {c.name for c in client.list_collections()}
+    assert shared_name not in names and client.get_collection(per_user).get()["ids"] == ["7"]
 
 
 def test_nearest_answers_several_queries_in_one_call_each_with_its_own_ranking(
