@@ -26,7 +26,7 @@ from importlib.metadata import entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli import deployment, evaluation  # noqa: F401  (register their subcommands)
+from cli import deployment, evaluation, tasks  # noqa: F401  (register their subcommands)
 from cli.commands import COMMANDS, GROUPS, CommandError, Subcommand
 
 if TYPE_CHECKING:
