@@ -28,7 +28,7 @@ from importlib.metadata import entry_points, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli import deployment, evaluation, imports  # noqa: F401  (register their subcommands)
+from cli import deployment, evaluation, imports, tasks  # noqa: F401  (register their subcommands)
 from cli.commands import COMMANDS, GROUPS, CommandError, Subcommand
 
 if TYPE_CHECKING:

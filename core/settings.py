@@ -62,6 +62,15 @@ class Settings(BaseSettings):
     memory_claim_lease_s: float = Field(
         default=60.0, gt=0, description="How long a replica's claim on a user's memory run holds."
     )
+    default_timezone: str = Field(
+        default="UTC", description="IANA time zone of a user who has not set one (tasks)."
+    )
+    task_history: int = Field(
+        default=5, ge=0, description="Finished runs of a task its next run sees."
+    )
+    task_claim_lease_s: float = Field(
+        default=120.0, gt=0, description="How long a replica's claim on a due task run holds."
+    )
     log_format: Literal["text", "json"] = "text"
     ingest_max_bytes: int = Field(
         default=256 * 1024 * 1024, gt=0, description="Largest saved session `topica ingest` reads."

@@ -3,7 +3,8 @@
 One repository per entity over one shared connection (`Database`): `sessions` (users,
 segments, rolling summaries), `messages` (with their edits), `topics`, `facts`, `people`,
 `answers` (what each answer was made from), `attachments` (documents kept as memory, in
-passages) and the `vector_queue` of records the vector index still lacks. Every public
+passages), the `vector_queue` of records the vector index still lacks, and `tasks`
+(scheduled tasks, their runs, each user's time zone). Every public
 method takes the user id and every statement filters on it: one user's call can never
 read or change another user's rows. `atomic()` makes calls on several repositories one
 transaction.
@@ -23,6 +24,7 @@ from stores.relational.facts import FactRepository
 from stores.relational.messages import MessageRepository
 from stores.relational.people import PeopleRepository
 from stores.relational.sessions import SessionRepository
+from stores.relational.tasks import TaskRepository
 from stores.relational.topics import TopicRepository
 from stores.relational.vector_queue import VectorQueue
 
@@ -44,6 +46,7 @@ class RelationalStore:
         self.answers = AnswerRepository(self.db)
         self.attachments = AttachmentRepository(self.db)
         self.vector_queue = VectorQueue(self.db)
+        self.tasks = TaskRepository(self.db)
 
     @property
     def path(self) -> str:

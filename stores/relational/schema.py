@@ -90,6 +90,41 @@ def _words_index(table: str, column: str, *, on_update: bool) -> str:
     """
 
 
+def task_tables(identity: str, integer: str) -> str:
+    """The migration of scheduled tasks, their runs and each user's time zone, in one
+    engine's types: `identity` an id column's type, `integer` a user or task id's."""
+    return f"""
+    ALTER TABLE users ADD COLUMN timezone TEXT;
+    CREATE TABLE tasks (
+        id {identity},
+        user_id {integer} NOT NULL,
+        request TEXT NOT NULL,
+        rule TEXT,
+        timezone TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'done', 'cancelled')),
+        next_run_at TEXT,
+        created_at TEXT NOT NULL,
+        claimed_by TEXT,
+        claimed_until TEXT
+    );
+    CREATE INDEX tasks_user ON tasks(user_id, id);
+    CREATE INDEX tasks_due ON tasks(next_run_at) WHERE state = 'active';
+    CREATE TABLE task_runs (
+        id {identity},
+        task_id {integer} NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        user_id {integer} NOT NULL,
+        due_at TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        output TEXT NOT NULL,
+        tools_called TEXT NOT NULL DEFAULT '[]',
+        fallback_reason TEXT,
+        late INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX task_runs_task ON task_runs(user_id, task_id, id);
+    """
+
+
 DELIVERIES = """
     CREATE TABLE deliveries (
         message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
@@ -334,4 +369,7 @@ MIGRATIONS: tuple[str, ...] = (
     _words_index("messages", "content", on_update=True)
     + _words_index("topics", "summary", on_update=True)
     + _words_index("passages", "content", on_update=False),
+    # 12: scheduled tasks and reminders (`stores.relational.tasks`), their runs, and each
+    # user's time zone.
+    task_tables("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER"),
 )
