@@ -229,3 +229,11 @@ def webapp_application(deps: Deps) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     add_webapp(app, deps)
     return app
+
+
+async def serve_webapp(deps: Deps, host: str, port: int) -> web.AppRunner:
+    """Start the Mini App's own listener (polling mode); the caller cleans up the runner."""
+    runner = web.AppRunner(webapp_application(deps))
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
