@@ -48,7 +48,7 @@ function el(tag, props = {}, ...children) {
     else if (key === "class") node.className = value;
     else node[key] = value;
   }
-  for (const child of children.flat()) if (child != null) node.append(child);
+  for (const child of children.flat(Infinity)) if (child != null) node.append(child);
   return node;
 }
 
@@ -64,7 +64,7 @@ async function api(method, path, body) {
 }
 
 function show(...nodes) {
-  view.replaceChildren(...nodes.flat());
+  view.replaceChildren(...nodes.flat(Infinity));
   window.scrollTo(0, 0);
 }
 
