@@ -98,7 +98,7 @@ def drive(url: str, seeded: Seeded) -> None:
         assert "Annaalpha" in driver.find_element(By.CSS_SELECTOR, ".person b").text
         shot("6-people-after-delete")
 
-        tab("answers", "main p")
+        tab("answers", ".answer")
         shot("7-answers")
         tab("more", ".card button")
         shot("8-forget-export")

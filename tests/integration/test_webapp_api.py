@@ -74,7 +74,14 @@ async def test_a_sees_only_their_memory(server: TestServer, users: tuple[Seeded,
     assert anna["aliases"] == ["Annalpha"] and [t["id"] for t in anna["topics"]] == [a.topic_id]
     _, topic, _ = await call(server, "GET", f"/topics/{a.topic_id}", tma(A))
     assert len(topic["messages"]) == 2 and [f["id"] for f in topic["facts"]] == [a.fact_id]
-    everything = json.dumps([topics, facts, people, topic])
+    _, answers, _ = await call(server, "GET", "/answers", tma(A))
+    [answer] = answers
+    assert answer["content"] == "Nice, chess with Annaalpha"
+    assert [t["id"] for t in answer["sources"]["topics"]] == [a.topic_id]
+    assert [p["id"] for p in answer["sources"]["people"]] == [a.person_id]
+    _, exported, headers = await call(server, "GET", "/export", tma(A))
+    assert exported["user_id"] == A and "attachment" in headers["Content-Disposition"]
+    everything = json.dumps([topics, facts, people, topic, answers, exported])
     assert "bravo" not in everything
     _, me, _ = await call(server, "GET", "/me", tma(A, language="ru"))
     assert me == {"language": "ru"}

@@ -25,7 +25,8 @@ class Seeded:
 
 
 def seed_user(deps: Deps, user_id: int, secret: str) -> Seeded:
-    """One topic about `secret` with two messages, a fact learnt from it, two people."""
+    """One topic about `secret` with two messages, a fact learnt from it, two people, and
+    the second message an answer with those as its sources."""
     store = deps.store
     rows = store.messages.add(
         user_id,
@@ -43,6 +44,16 @@ def seed_user(deps: Deps, user_id: int, secret: str) -> Seeded:
     )
     person = store.people.add(user_id, f"Anna{secret}", aliases=[f"Ann{secret}"], circle="friends")
     other = store.people.add(user_id, f"Boris{secret}", circle="work")
+    store.answers.record(
+        user_id,
+        rows[1]["id"],
+        {
+            "topics": [{"id": topic["id"], "reason": "chess"}],
+            "facts": [{"id": fact["id"]}],
+            "people": [{"id": person["id"]}],
+        },
+        answered_by="responder",
+    )
     deps.indexer.index_all(user_id)
     return Seeded(user_id, topic["id"], fact["id"], person["id"], other["id"])
 

@@ -12,7 +12,7 @@ const TEXTS = {
     forgetTopic: "Forget topic", forgetAll: "Forget everything", forgetAllSure: "Tap again: forget ALL memory",
     exportJson: "Download export (JSON)", done: "Done.", unauthorized: "Open this page from the bot in Telegram.",
     error: "Something went wrong", identity: "Identity", context: "Context", status: "Status",
-    you: "You", bot: "Topica",
+    you: "You", bot: "Topica", topic: "Topic", fact: "Fact", person: "Person",
   },
   ru: {
     timeline: "Хронология", facts: "Факты", people: "Люди", answers: "Ответы", more: "Забыть и выгрузить",
@@ -25,6 +25,7 @@ const TEXTS = {
     forgetAllSure: "Нажмите ещё раз: забыть ВСЮ память", exportJson: "Скачать выгрузку (JSON)",
     done: "Готово.", unauthorized: "Откройте эту страницу из бота в Telegram.", error: "Что-то пошло не так",
     identity: "О вас", context: "Контекст", status: "Состояние", you: "Вы", bot: "Topica",
+    topic: "Тема", fact: "Факт", person: "Человек",
   },
 };
 
@@ -112,7 +113,7 @@ async function topicPage(id) {
       el("p", { class: "muted", textContent: `${m.role === "user" ? m.author || T.you : T.bot} · ${m.created_at.slice(0, 16).replace("T", " ")}` }),
       el("p", { textContent: m.content }))),
     topic.documents.length ? [el("h3", { textContent: T.documents }),
-      topic.documents.map((d) => el("p", { textContent: `📄 ${d.name} (${d.chars})` }))] : [],
+      topic.documents.map((d) => el("p", { textContent: `${d.name} (${d.chars})` }))] : [],
     topic.facts.length ? [el("h3", { textContent: T.learnt }), topic.facts.map(factCard)] : [],
     el("div", { class: "row" }, confirmButton(T.forgetTopic, T.sure, async () => {
       await api("DELETE", `/topics/${id}`); await timeline();
@@ -183,8 +184,8 @@ async function answers() {
   const recent = await api("GET", "/answers");
   show(recent.length ? recent.map((answer) => {
     const s = answer.sources;
-    const lines = [...s.topics.map((t) => `🗂 ${t.summary}`), ...s.facts.map((f) => `📌 ${f.content}`),
-      ...s.people.map((p) => `👤 ${p.name}`)];
+    const lines = [...s.topics.map((t) => `${T.topic}: ${t.summary}`),
+      ...s.facts.map((f) => `${T.fact}: ${f.content}`), ...s.people.map((p) => `${T.person}: ${p.name}`)];
     return el("div", { class: "card answer" },
       el("p", { class: "muted", textContent: answer.created_at.slice(0, 16).replace("T", " ") }),
       el("p", { textContent: answer.content }),
