@@ -60,6 +60,8 @@ from bot.retry import RetryRequestMiddleware
 from bot.routers import callbacks, commands, groups, imports, messages, sources
 from bot.routers.messages import Turn, answer_unanswered
 from bot.texts import ENGLISH, RUSSIAN
+from bot.webapp.api import add_webapp, serve_webapp
+from bot.webapp.telegram import set_menu_button
 from bot.webhook import ReplyingRequestHandler
 from core.deps import Deps
 from core.errors import ConfigurationError, ServiceUnavailable
@@ -197,6 +199,7 @@ async def on_startup(
             [BotCommand(command=name, description=text) for name, text in texts.commands()],
             language_code=language,
         )
+    await set_menu_button(bot, settings)
     if worker is not None:
         worker.start()
 
@@ -274,9 +277,15 @@ def webhook_secret(settings: Settings) -> str:
 
 
 async def run_webhook(
-    dispatcher: Dispatcher, bot: Bot, settings: Settings, *, stop: asyncio.Event
+    dispatcher: Dispatcher,
+    bot: Bot,
+    settings: Settings,
+    *,
+    stop: asyncio.Event,
+    deps: Deps | None = None,
 ) -> None:
-    """Serve Telegram's webhook on `webhook_host:webhook_port` until `stop` is set."""
+    """Serve Telegram's webhook on `webhook_host:webhook_port` until `stop` is set; with
+    `deps` and a Mini App URL, the Mini App on the same listener."""
     if not settings.webhook_url:
         raise BotConfigError("TOPICA_WEBHOOK_URL is not set")
     secret = webhook_secret(settings)
@@ -288,6 +297,8 @@ async def run_webhook(
     ReplyingRequestHandler(
         dispatcher=dispatcher, bot=bot, secret_token=secret, handle_in_background=False
     ).register(app, path=urlsplit(settings.webhook_url).path or "/")
+    if deps is not None and settings.webapp_url:
+        add_webapp(app, deps)
     runner = web.AppRunner(app)
     await runner.setup()
     try:
@@ -336,6 +347,11 @@ async def run_bot(deps: Deps, settings: Settings) -> None:
         if settings.metrics_port
         else None
     )
+    webapp = (
+        await serve_webapp(deps, settings.webapp_host, settings.webapp_port)
+        if settings.webapp_url and not settings.webhook_url
+        else None
+    )
     try:
         await _serve(deps, settings, bot)
     except TelegramNetworkError as error:  # at start-up; polling rides out later ones
@@ -344,8 +360,9 @@ async def run_bot(deps: Deps, settings: Settings) -> None:
         ) from error
     finally:
         await bot.session.close()
-        if metrics is not None:
-            await metrics.cleanup()
+        for runner in (metrics, webapp):
+            if runner is not None:
+                await runner.cleanup()
 
 
 async def _serve(deps: Deps, settings: Settings, bot: Bot) -> None:
@@ -367,7 +384,7 @@ async def _serve(deps: Deps, settings: Settings, bot: Bot) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         try:
-            await run_webhook(dispatcher, bot, settings, stop=stop)
+            await run_webhook(dispatcher, bot, settings, stop=stop, deps=deps)
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)

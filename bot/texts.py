@@ -23,6 +23,7 @@ class Texts:
     memory_facts: str
     memory_people: str
     memory_topics: str
+    webapp_button: str
     forget_nothing: str
     forget_choose: str
     forget_confirm_fact: str
@@ -124,6 +125,7 @@ ENGLISH = Texts(
     memory_facts="<b>Facts</b>",
     memory_people="<b>People</b>",
     memory_topics="<b>Recent topics</b>",
+    webapp_button="Open memory",
     forget_nothing="There is nothing to forget yet.",
     forget_choose="What should I forget?",
     forget_confirm_fact="Forget this fact?\n\n<i>{content}</i>",
@@ -226,6 +228,7 @@ RUSSIAN = Texts(
     memory_facts="<b>Факты</b>",
     memory_people="<b>Люди</b>",
     memory_topics="<b>Недавние темы</b>",
+    webapp_button="Открыть память",
     forget_nothing="Пока нечего забывать.",
     forget_choose="Что забыть?",
     forget_confirm_fact="Забыть этот факт?\n\n<i>{content}</i>",

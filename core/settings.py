@@ -234,6 +234,14 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8080
+    webapp_url: str | None = Field(
+        default=None, description="Public HTTPS URL of the Mini App; unset = no Mini App."
+    )
+    webapp_host: str = "127.0.0.1"
+    webapp_port: int = 8081
+    webapp_max_age_s: int = Field(
+        default=86400, description="Oldest Mini App initData accepted (seconds)."
+    )
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(
         default=None, description="Serve /metrics and /healthz here; none = no metrics server."

@@ -20,6 +20,7 @@ from bot.render import escape, shorten
 from bot.routers.callbacks import Only, forget_menu
 from bot.sending import send_html
 from bot.texts import Texts
+from bot.webapp.telegram import webapp_keyboard
 from core.deps import Deps
 from core.settings import Settings
 
@@ -78,7 +79,12 @@ async def memory(message: Message, bot: Bot, deps: Deps, texts: Texts) -> None:
             for topic in reversed(recent)
         ]
         sections.append("\n".join([texts.memory_topics, *lines]))
-    await send_html(bot, message.chat.id, "\n\n".join(sections))
+    await send_html(
+        bot,
+        message.chat.id,
+        "\n\n".join(sections),
+        buttons=webapp_keyboard(deps.settings, texts),
+    )
 
 
 FORGET_KINDS: dict[str, Only] = {

@@ -203,6 +203,7 @@ class FakeBotAPI:
         self.reject_html = False
         self.drafts_supported = True
         self.webhook_url: str | None = None
+        self.menu_button: dict[str, Any] | None = None
         self.webhook_secret: str | None = None
         self.webhook_statuses: list[int] = []
         self.redeliver_s: float | None = None
@@ -698,6 +699,10 @@ class FakeBotAPI:
         return True
 
     async def _m_setmycommands(self, params, files):
+        return True
+
+    async def _m_setchatmenubutton(self, params, files):
+        self.menu_button = params.get("menu_button")
         return True
 
     async def _m_deletewebhook(self, params, files):
