@@ -44,7 +44,10 @@ async def test_the_readme_example_connects_a_model(tmp_path: Path) -> None:
     async with ScriptedOpenAI() as server:
         server.script(*[reply(ANSWER) for _ in range(4)])
         shutil.copy(ROOT / ".env.example", tmp_path / ".env")
-        with_values(tmp_path / ".env", dict(zip(names, [server.base_url, "sk-test", "scripted"])))
+        with_values(
+            tmp_path / ".env",
+            dict(zip(names, [server.base_url, "sk-test", "scripted"], strict=True)),
+        )
         process = await asyncio.create_subprocess_exec(
             str(topica),
             "ask",
