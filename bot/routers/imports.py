@@ -43,7 +43,15 @@ class ImportAction(CallbackData, prefix="import"):
 
 
 class PendingImports(dict[tuple[int, str], ImportedHistory]):
-    """Exports read and waiting for their owner's press, by (user id, token)."""
+    """Exports read and waiting for their owner's press, by (user id, token): one a user,
+    the latest sent, so unpressed offers never pile up in memory."""
+
+    def offer(self, user_id: int, history: ImportedHistory) -> str:
+        for key in [key for key in self if key[0] == user_id]:
+            del self[key]
+        token = secrets.token_urlsafe(9)
+        self[(user_id, token)] = history
+        return token
 
 
 def is_export(message: Message) -> bool:
@@ -114,8 +122,7 @@ async def offer_import(
             else said.unreadable.format(name=name, reason=str(error))
         )
         return
-    token = secrets.token_urlsafe(9)
-    pending[(user_id, token)] = history
+    token = pending.offer(user_id, history)
     found = history.summary()
     keyboard = InlineKeyboardBuilder()
     keyboard.button(text=said.button, callback_data=ImportAction(token=token))
