@@ -48,11 +48,16 @@ def read_chatgpt_export(args: argparse.Namespace, settings: Settings) -> None:
         args.history = _checked(read_chatgpt(stream), args.file)
 
 
+def skipped_text(skipped: dict[str, int]) -> str:
+    """What an export reader skipped, by reason: `3 service message, 1 empty`."""
+    return ", ".join(f"{count} {why}" for why, count in skipped.items())
+
+
 def _checked(history, path: str):  # type: ignore[no-untyped-def]
     from core.errors import ExportFormatError
 
     if not history.messages:
-        skipped = ", ".join(f"{count} {why}" for why, count in history.skipped.items())
+        skipped = skipped_text(history.skipped)
         raise ExportFormatError(
             f"{path}: no messages to import" + (f" ({skipped})" if skipped else "")
         )
@@ -102,5 +107,5 @@ async def run_import(args: argparse.Namespace, deps: Deps) -> None:
         print_json(result)
         return
     show_ingest(result, Path(args.file))
-    skipped = ", ".join(f"{count} {why}" for why, count in found["skipped"].items()) or "none"
+    skipped = skipped_text(found["skipped"]) or "none"
     out.print(f"people: {result['import']['people_added']} new; skipped: {skipped}")
