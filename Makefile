@@ -47,9 +47,14 @@ demo: $(RUNTIME)
 studio: $(DEV)
 	TOPICA_DATA_DIR=$(DATA_DIR) $(BIN)/langgraph dev --no-browser --host 127.0.0.1
 
+# The tiers run on TEST_WORKERS processes (pytest-xdist): most of the suite waits on
+# subprocesses, servers and sockets, so two workers use a 2-core machine's idle time.
+# Each worker holds its own encoder and PostgreSQL database (about 3 GB of memory).
+TEST_WORKERS ?= 2
+
 test: $(DEV)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
 test-fast: $(DEV)

@@ -288,8 +288,11 @@ async def stream_reply(
     config = merge_configs(ensure_config(), {"callbacks": [written]})
 
     async def read() -> None:
-        async for chunk in runnable.astream(messages, config):
-            chunks.append(chunk)
+        # Closed explicitly: a cancelled reader would otherwise leave the stream (and the
+        # provider's connection) open until the garbage collector finds it.
+        async with contextlib.aclosing(runnable.astream(messages, config)) as stream:
+            async for chunk in stream:
+                chunks.append(chunk)
 
     reading = asyncio.ensure_future(read())
     stopping = asyncio.ensure_future(stop.wait())
