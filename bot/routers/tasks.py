@@ -110,10 +110,10 @@ async def on_task_action(
     except TaskError:
         await query.answer(words.task_gone, show_alert=True)
         return
-    await query.answer(words.changed[callback_data.action])
     if isinstance(query.message, Message):
         text, keyboard = await asyncio.to_thread(tasks_menu, deps, user_id, words)
         await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=keyboard)
+    await query.answer(words.changed[callback_data.action])
 
 
 async def timezone(message: Message, command: CommandObject, deps: Deps, texts: Texts) -> None:
