@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import available_timezones
 
 from core.records import parse_timestamp
-from core.when import WhenError, next_run, parse_when, zone
+from core.when import WhenError, next_run, parse_when, split_request, zone
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -60,6 +60,23 @@ def add_task(
     timezone = user_timezone(deps, user_id)
     found = parse_when(when_text, now or datetime.now(UTC), timezone)
     return deps.store.tasks.add(user_id, request, found.first_run, timezone, found.rule)
+
+
+def add_from_text(deps: Deps, user_id: int, text: str, now: datetime | None = None) -> TaskRow:
+    """A new task from `<when> <what>` in one text ("через 5 секунд выпить воды"); raises
+    `WhenError` (nothing created) when either cannot be read."""
+    timezone = user_timezone(deps, user_id)
+    found, request = split_request(text, now or datetime.now(UTC), timezone)
+    return deps.store.tasks.add(user_id, request, found.first_run, timezone, found.rule)
+
+
+def repeats(rule: str | None) -> str | None:
+    """How a task repeats: "daily", "weekdays" or "weekly"; None for one run."""
+    if rule is None:
+        return None
+    if "FREQ=DAILY" in rule:
+        return "daily"
+    return "weekdays" if "BYDAY=MO,TU,WE,TH,FR" in rule else "weekly"
 
 
 def change_task(

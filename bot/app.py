@@ -15,7 +15,8 @@ after SIGINT/SIGTERM once shutdown is complete:
 
 Services reach handlers as the dispatcher's workflow data: `deps`,
 `settings`, `grouper`, `turn`, `worker`, `tracker`, `seen`, `inbox` (where messages and
-their edits are stored), `digester` (the media graph).
+their edits are stored), `digester` (the media graph), `scheduler` (due reminders and
+tasks, `bot.scheduler`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ from bot.middlewares import (
 )
 from bot.responses import KeepResponseModels
 from bot.retry import RetryRequestMiddleware
-from bot.routers import callbacks, commands, groups, imports, messages, sources
+from bot.routers import callbacks, commands, groups, imports, messages, sources, tasks
 from bot.routers.messages import Turn, answer_unanswered
+from bot.scheduler import TaskScheduler
 from bot.texts import ENGLISH, RUSSIAN
 from bot.webapp.api import add_webapp, serve_webapp
 from bot.webapp.telegram import set_menu_button
@@ -159,6 +161,7 @@ def build_dispatcher(
         inbox=Inbox(deps),
         digester=MediaDigester(deps),
         pending=imports.PendingImports(),
+        scheduler=TaskScheduler(deps, settings.task_poll_s),
     )
     dispatcher.update.outer_middleware(InFlightMiddleware(dispatcher["tracker"]))
     dispatcher.update.outer_middleware(AllowlistMiddleware(settings.allowed_user_ids))
@@ -167,6 +170,7 @@ def build_dispatcher(
     dispatcher.include_routers(
         groups.build_router(),
         sources.build_router(),
+        tasks.build_router(),
         commands.build_router(),
         callbacks.build_router(),
         imports.build_router(),
@@ -186,10 +190,12 @@ async def on_startup(
     turn: Turn,
     tracker: TaskTracker,
     worker: MemoryWorker | None,
+    scheduler: TaskScheduler,
 ) -> None:
     """The services warmed up (`warm_up`) and the heap frozen (`freeze_heap`), then
-    commands menus, the memory worker, and the turns a stopped bot left unanswered (before
-    the first update is received, so a redelivery of theirs is a duplicate)."""
+    commands menus, the memory worker, the task scheduler, and the turns a stopped bot
+    left unanswered (before the first update is received, so a redelivery of theirs is a
+    duplicate)."""
     await asyncio.to_thread(warm_up, deps)
     freeze_heap()
     for task in await answer_unanswered(bot, deps, settings.allowed_user_ids, grouper, seen, turn):
@@ -202,6 +208,7 @@ async def on_startup(
     await set_menu_button(bot, settings)
     if worker is not None:
         worker.start()
+    scheduler.start(bot)
 
 
 def warm_up(deps: Deps) -> None:
@@ -234,8 +241,10 @@ async def on_shutdown(
     grouper: MessageGrouper,
     tracker: TaskTracker,
     worker: MemoryWorker | None,
+    scheduler: TaskScheduler,
     mode: str = "polling",
 ) -> None:
+    await scheduler.stop()
     log.info(
         "shutting down: %d open group(s), %d update(s) in flight", grouper.open_groups, len(tracker)
     )

@@ -85,6 +85,9 @@ class Texts:
                 ("memory", "Что я помню о вас"),
                 ("forget", "Забыть факт, человека или тему"),
                 ("export", "Вся память файлом JSON"),
+                ("remind", "Напомнить: /remind через 10 минут размяться"),
+                ("tasks", "Напоминания: пауза и отмена"),
+                ("timezone", "Часовой пояс напоминаний"),
                 ("why", "Из чего сложился последний ответ"),
                 ("stats", "Статистика"),
                 ("help", "Справка"),
@@ -94,6 +97,9 @@ class Texts:
             ("memory", "What I remember about you"),
             ("forget", "Forget a fact, a person or a topic"),
             ("export", "All memory as a JSON file"),
+            ("remind", "Remind me: /remind in 10 minutes stretch"),
+            ("tasks", "Reminders: pause and cancel"),
+            ("timezone", "Time zone of reminders"),
             ("why", "What the last answer was made from"),
             ("stats", "Statistics"),
             ("help", "Help"),
@@ -115,6 +121,8 @@ ENGLISH = Texts(
         "/memory: facts, people and recent topics I keep\n"
         "/forget: delete a fact, a person or a topic (/forget person: people only)\n"
         "/export: everything I keep about you as a JSON file\n"
+        "/remind in 10 minutes stretch, /remind every Monday at 10 review: reminders\n"
+        "/tasks: your reminders, to pause or cancel; /timezone Berlin: their time zone\n"
         "/why: what my last answer was made from (also the Sources button under an answer)\n"
         "/stats: how much I remember\n\n"
         "While I write, the answer appears as it grows; the stop button keeps what is "
@@ -218,6 +226,8 @@ RUSSIAN = Texts(
         "/memory — факты, люди и недавние темы\n"
         "/forget — удалить факт, человека или тему (/forget человек — только людей)\n"
         "/export — всё, что я о вас храню, файлом JSON\n"
+        "/remind через 10 минут размяться, /remind каждый понедельник в 10 отчёт — напоминания\n"
+        "/tasks — ваши напоминания: пауза, отмена; /timezone Moscow — их часовой пояс\n"
         "/why — из чего сложился мой последний ответ (или кнопка «Источники» под ответом)\n"
         "/stats — сколько я помню\n\n"
         "Ответ появляется по мере того, как я его пишу; кнопка остановки сохраняет уже "

@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     task_claim_lease_s: float = Field(
         default=120.0, gt=0, description="How long a replica's claim on a due task run holds."
     )
+    task_poll_s: float = Field(
+        default=2.0, gt=0, description="How often the bot looks for due task runs."
+    )
     log_format: Literal["text", "json"] = "text"
     ingest_max_bytes: int = Field(
         default=256 * 1024 * 1024, gt=0, description="Largest saved session `topica ingest` reads."

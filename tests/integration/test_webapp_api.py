@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -178,8 +179,12 @@ async def test_writes_go_through_the_services(
     left = export_user(deps, A)
     assert left["topics"] == [] and left["facts"] == []
     assert (await doctor(deps, [A, B]))["consistent"]
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    for user in (A, B):
+        deps.store.tasks.add(user, "call mom", soon, "UTC", None)
     status, _, _ = await call(server, "POST", "/forget-all", tma(A), {"confirm": True})
     assert status == 200 and export_user(deps, A)["people"] == []
+    assert deps.store.tasks.of_user(A) == [] and len(deps.store.tasks.of_user(B)) == 1
     assert export_user(deps, B)["facts"][0]["id"] == b.fact_id
     assert (await doctor(deps, [A, B]))["consistent"]
 

@@ -1,0 +1,91 @@
+"""The bot's task scheduler: every `task_poll_s` it runs the due task runs
+(`app.scheduling.run_due`) and sends each run's message to the user's private chat.
+
+Each bot process claims runs under its own owner id, so replicas on one database never
+send a run twice. A message goes through `send_html` (split under Telegram's limit, the
+Bot API session's retries and backoff included); a delivery that fails is logged and its
+run retried once its claim expires; a failing pass is logged and the loop goes on. The
+clock is injectable so a test can move time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from aiogram import Bot
+
+from app.scheduling import run_due
+from bot.render import escape
+from bot.sending import send_html
+from bot.task_texts import task_texts_for
+
+if TYPE_CHECKING:
+    from core.deps import Deps
+    from stores.relational.tasks import TaskRow
+
+Clock = Callable[[], datetime]
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def owner_id() -> str:
+    """This process's name in task claims: unique per process, readable in the database."""
+    return f"bot:{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def run_message(task: TaskRow, text: str, late: bool) -> str:
+    """A run's message as Telegram HTML: the reminder mark, the text, a late note."""
+    words = task_texts_for(task["request"])
+    message = words.reminder.format(text=escape(text))
+    return message + (words.late if late else "")
+
+
+class TaskScheduler:
+    def __init__(self, deps: Deps, interval_s: float, clock: Clock = wall_clock) -> None:
+        self.deps = deps
+        self.interval_s = interval_s
+        self.clock = clock
+        self.owner = owner_id()
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self, bot: Bot) -> None:
+        """Start the loop (once) sending through `bot`."""
+        if self._loop is None:
+            self._loop = asyncio.create_task(self._run_forever(bot), name="task-scheduler")
+
+    async def stop(self) -> None:
+        """Stop the loop; a run being sent is abandoned and retried after its claim."""
+        if self._loop is None:
+            return
+        self._loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._loop
+        self._loop = None
+
+    async def run_once(self, bot: Bot) -> int:
+        """One pass: the due runs delivered; how many."""
+
+        async def deliver(user_id: int, task: TaskRow, text: str, late: bool) -> None:
+            await send_html(bot, user_id, run_message(task, text, late))
+
+        return await run_due(self.deps, self.owner, deliver, now=self.clock())
+
+    async def _run_forever(self, bot: Bot) -> None:
+        while True:
+            try:
+                await self.run_once(bot)
+            except Exception:
+                log.exception("task scheduler pass failed; next pass in %.1f s", self.interval_s)
+            await asyncio.sleep(self.interval_s)

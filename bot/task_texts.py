@@ -1,0 +1,84 @@
+"""What the bot says about reminders, tasks and time zones, in English and Russian."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.texts import RUSSIAN, Texts
+
+EXAMPLES_EN = "/remind in 10 minutes stretch · /remind every Monday at 10 weekly review"
+EXAMPLES_RU = "/remind через 10 минут размяться · /remind каждый понедельник в 10 отчёт"
+ZONES = "/timezone Europe/Moscow, /timezone London"
+
+
+@dataclass(frozen=True)
+class TaskTexts:
+    reminder: str
+    late: str
+    remind_usage: str
+    remind_bad: str
+    reminded: str
+    repeats: dict[str, str]
+    """How a recurring task repeats, by its rule's kind: daily, weekdays, weekly."""
+    tasks_empty: str
+    tasks_title: str
+    task_paused: str
+    buttons: dict[str, str]
+    """Button labels by action: pause, resume, cancel."""
+    changed: dict[str, str]
+    task_gone: str
+    timezone_set: str
+    timezone_current: str
+    timezone_bad: str
+
+
+ENGLISH_TASKS = TaskTexts(
+    reminder="⏰ {text}",
+    late="\n<i>(late: I was offline when it was due)</i>",
+    remind_usage=f"Tell me when and what, e.g.: {EXAMPLES_EN}",
+    remind_bad=f"I can't read when or what in “{{text}}”. Examples: {EXAMPLES_EN}",
+    reminded="⏰ I'll remind you on {when}{repeats}: <i>{what}</i>",
+    repeats={"daily": ", then every day", "weekdays": ", then on weekdays", "weekly": ", weekly"},
+    tasks_empty="You have no reminders. Set one: /remind in 10 minutes stretch",
+    tasks_title="<b>Your reminders</b> (time zone {zone})",
+    task_paused="paused",
+    buttons={"pause": "⏸ Pause {n}", "resume": "▶ Resume {n}", "cancel": "✖ Cancel {n}"},
+    changed={"pause": "Paused", "resume": "Resumed", "cancel": "Cancelled"},
+    task_gone="There is no such reminder any more.",
+    timezone_set="Time zone: {zone}. Reminders use it from now on.",
+    timezone_current=f"Your time zone is {{zone}}. Change it: {ZONES}",
+    timezone_bad=f"I don't know the time zone “{{name}}”. Examples: {ZONES}",
+)
+
+RUSSIAN_TASKS = TaskTexts(
+    reminder="⏰ {text}",
+    late="\n<i>(с опозданием: я был недоступен, когда пришло время)</i>",
+    remind_usage=f"Скажите, когда и о чём напомнить, например: {EXAMPLES_RU}",
+    remind_bad=f"Не могу понять, когда или о чём напомнить: «{{text}}». Примеры: {EXAMPLES_RU}",
+    reminded="⏰ Напомню {when}{repeats}: <i>{what}</i>",
+    repeats={
+        "daily": ", затем каждый день",
+        "weekdays": ", затем по будням",
+        "weekly": ", еженедельно",
+    },
+    tasks_empty="Напоминаний нет. Поставьте: /remind через 10 минут размяться",
+    tasks_title="<b>Ваши напоминания</b> (часовой пояс {zone})",
+    task_paused="на паузе",
+    buttons={"pause": "⏸ Пауза {n}", "resume": "▶ Продолжить {n}", "cancel": "✖ Отменить {n}"},
+    changed={"pause": "На паузе", "resume": "Продолжено", "cancel": "Отменено"},
+    task_gone="Такого напоминания больше нет.",
+    timezone_set="Часовой пояс: {zone}. Напоминания теперь идут по нему.",
+    timezone_current=f"Ваш часовой пояс: {{zone}}. Сменить: {ZONES}",
+    timezone_bad=f"Не знаю часовой пояс «{{name}}». Примеры: {ZONES}",
+)
+
+
+def task_texts(texts: Texts) -> TaskTexts:
+    return RUSSIAN_TASKS if texts is RUSSIAN else ENGLISH_TASKS
+
+
+def task_texts_for(request: str) -> TaskTexts:
+    """The texts for a run's message, which has no user update to take a language from:
+    Russian for a request written in Cyrillic."""
+    cyrillic = any("а" <= char.lower() <= "я" or char.lower() == "ё" for char in request)
+    return RUSSIAN_TASKS if cyrillic else ENGLISH_TASKS

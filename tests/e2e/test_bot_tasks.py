@@ -1,0 +1,161 @@
+"""Reminders through the bot on loopback: /remind, /tasks with its buttons, /timezone,
+a recurring task driven by a test clock, a failing delivery that stops nothing, and a
+stranger who can neither see nor change another user's task."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.render import html_to_plain
+from bot.task_texts import ENGLISH_TASKS, RUSSIAN_TASKS
+from core.deps import Deps
+from core.records import parse_timestamp
+from tests.support.bot_api_server import ApiCall, FakeUser
+from tests.support.bot_harness import RunningBot, running_bot
+
+pytestmark = pytest.mark.timeout(120)
+
+ALICE = FakeUser(101, "Alice", "en")
+BORIS = FakeUser(202, "Борис", "ru")
+FAST = {"task_poll_s": 0.2, "turn_wait_s": 0.1}
+
+
+def buttons(call: ApiCall) -> list[dict[str, Any]]:
+    markup = call.params.get("reply_markup") or {}
+    return [button for row in markup.get("inline_keyboard", []) for button in row]
+
+
+async def command(running: RunningBot, user: FakeUser, text: str) -> ApiCall:
+    before = len(running.api.sent_messages(user.id))
+    running.api.send_text(user, text)
+    return (await running.api.wait_for_sent(user.id, before + 1))[-1]
+
+
+async def press(running: RunningBot, user: FakeUser, menu: ApiCall, button: dict) -> str:
+    """Press a button under `menu`; the text of the answer to the press."""
+    api = running.api
+    before = len(api.calls_of("answerCallbackQuery"))
+    api.press_button(user, menu.result, button["callback_data"])
+    await api.wait_until(lambda: len(api.calls_of("answerCallbackQuery")) > before, what="answer")
+    return api.calls_of("answerCallbackQuery")[-1].params.get("text", "")
+
+
+def plain(call: ApiCall) -> str:
+    return html_to_plain(call.params["text"])
+
+
+async def test_remind_list_pause_resume_cancel(make_deps: Callable[..., Deps]) -> None:
+    async with running_bot(make_deps, [ALICE], **FAST) as running:
+        deps = running.deps
+        confirmed = await command(running, ALICE, "/remind tomorrow at 9:00 call mom")
+        [task] = deps.store.tasks.of_user(ALICE.id)
+        assert task["request"] == "call mom" and task["rule"] is None
+        due = parse_timestamp(task["next_run_at"])
+        assert due.strftime("%Y-%m-%d 09:00") in plain(confirmed) and "call mom" in plain(confirmed)
+
+        menu = await command(running, ALICE, "/tasks")
+        assert "1. call mom (" in plain(menu) and "UTC" in plain(menu)
+        pause, cancel = buttons(menu)
+        assert pause["text"] == "⏸ Pause 1" and cancel["text"] == "✖ Cancel 1"
+        assert await press(running, ALICE, menu, pause) == ENGLISH_TASKS.changed["pause"]
+        assert deps.store.tasks.get(ALICE.id, task["id"])["state"] == "paused"
+        edited = running.api.calls_of("editMessageText")[-1]
+        assert "paused" in plain(edited)
+        resume, _ = buttons(edited)
+        assert await press(running, ALICE, menu, resume) == ENGLISH_TASKS.changed["resume"]
+        assert deps.store.tasks.get(ALICE.id, task["id"])["state"] == "active"
+        assert await press(running, ALICE, menu, cancel) == ENGLISH_TASKS.changed["cancel"]
+        assert deps.store.tasks.get(ALICE.id, task["id"])["state"] == "cancelled"
+        assert plain(running.api.calls_of("editMessageText")[-1]) == ENGLISH_TASKS.tasks_empty
+        assert await press(running, ALICE, menu, cancel) == ENGLISH_TASKS.task_gone
+        menus = [str(call.params["commands"]) for call in running.api.calls_of("setMyCommands")]
+        assert len(menus) == 2
+        names = ("remind", "tasks", "timezone")
+        assert all(f'"{name}"' in menu for menu in menus for name in names)
+
+
+async def test_bad_input_is_one_line_with_examples(make_deps: Callable[..., Deps]) -> None:
+    async with running_bot(make_deps, [ALICE, BORIS], **FAST) as running:
+        for user, text in [(ALICE, "/remind whenever stretch"), (BORIS, "/remind когда-нибудь")]:
+            reply = plain(await command(running, user, text))
+            assert "\n" not in reply and "/remind" in reply and "·" in reply
+        assert plain(await command(running, ALICE, "/remind")) == ENGLISH_TASKS.remind_usage
+        assert running.deps.store.tasks.of_user(ALICE.id) == []
+        assert running.deps.store.tasks.of_user(BORIS.id) == []
+        zone = plain(await command(running, BORIS, "/timezone Atlantis"))
+        assert zone == RUSSIAN_TASKS.timezone_bad.format(name="Atlantis")
+        zone = plain(await command(running, BORIS, "/timezone moscow"))
+        assert zone == RUSSIAN_TASKS.timezone_set.format(zone="Europe/Moscow")
+        confirmed = plain(await command(running, BORIS, "/remind завтра в 9:00 позвонить маме"))
+        assert "09:00 MSK" in confirmed and "позвонить маме" in confirmed
+        [task] = running.deps.store.tasks.of_user(BORIS.id)
+        assert parse_timestamp(task["next_run_at"]).astimezone(UTC).hour == 6
+
+
+async def test_a_recurring_task_fires_at_each_of_its_times(make_deps: Callable[..., Deps]) -> None:
+    async with running_bot(make_deps, [BORIS], **FAST) as running:
+        now = [datetime.now(UTC)]
+        running.dispatcher["scheduler"].clock = lambda: now[0]
+        await command(running, BORIS, "/remind каждый день в 9:00 зарядка")
+        [task] = running.deps.store.tasks.of_user(BORIS.id)
+        times = []
+        for count in (1, 2, 3):
+            due = parse_timestamp(running.deps.store.tasks.get(BORIS.id, task["id"])["next_run_at"])
+            times.append(due)
+            before = len(running.api.sent_messages(BORIS.id))
+            now[0] = due - timedelta(seconds=5)
+            await asyncio.sleep(1.0)
+            assert len(running.api.sent_messages(BORIS.id)) == before, "not before its time"
+            now[0] = due + timedelta(seconds=1)
+            sent = await running.api.wait_for_sent(BORIS.id, before + 1)
+            assert plain(sent[-1]) == "⏰ зарядка", count
+        assert [t.hour for t in times] == [9, 9, 9]
+        assert times[1] - times[0] == times[2] - times[1] == timedelta(days=1)
+        runs = running.deps.store.tasks.runs(BORIS.id, task["id"], limit=10)
+        assert sorted(parse_timestamp(run["due_at"]) for run in runs) == times
+        assert not any(run["late"] for run in runs)
+
+
+async def test_a_stranger_sees_and_changes_nothing(make_deps: Callable[..., Deps]) -> None:
+    async with running_bot(make_deps, [ALICE, BORIS], **FAST) as running:
+        deps = running.deps
+        await command(running, ALICE, "/remind in 2 hours water the plants")
+        [task] = deps.store.tasks.of_user(ALICE.id)
+        menu = await command(running, ALICE, "/tasks")
+        pause, cancel = buttons(menu)
+        assert plain(await command(running, BORIS, "/tasks")) == RUSSIAN_TASKS.tasks_empty
+        for button in (pause, cancel):
+            assert await press(running, BORIS, menu, button) == RUSSIAN_TASKS.task_gone
+        assert deps.store.tasks.get(ALICE.id, task["id"])["state"] == "active"
+        assert deps.store.tasks.get(BORIS.id, task["id"]) is None
+        assert "water the plants" in plain(await command(running, ALICE, "/tasks"))
+
+
+async def test_a_failed_delivery_stops_nothing(make_deps: Callable[..., Deps]) -> None:
+    """Two reminders due together; the first send is refused: the other still arrives, and
+    the refused one arrives once its claim expires."""
+    async with running_bot(make_deps, [ALICE, BORIS], task_claim_lease_s=1.0, **FAST) as running:
+        now = [datetime.now(UTC)]
+        running.dispatcher["scheduler"].clock = lambda: now[0]
+        await command(running, ALICE, "/remind in 1 hour stretch")
+        await command(running, BORIS, "/remind через 1 час размяться")
+        running.api.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked")
+        now[0] += timedelta(hours=1, seconds=1)
+        api = running.api
+        reminders = lambda: [len(api.sent_messages(u.id)) - 1 for u in (ALICE, BORIS)]  # noqa: E731
+        await api.wait_until(lambda: sum(reminders()) == 1, what="the other reminder")
+        await asyncio.sleep(1.0)
+        assert sum(reminders()) == 1, "the refused run waits for its claim to expire"
+        now[0] += timedelta(seconds=2)
+        await api.wait_until(lambda: reminders() == [1, 1], what="the refused reminder")
+        await asyncio.sleep(1.0)
+        assert reminders() == [1, 1]
+        got = [plain(api.sent_messages(u.id)[-1]) for u in (ALICE, BORIS)]
+        assert got == ["⏰ stretch", "⏰ размяться"]
+        refused = running.api.calls_of("sendMessage", ok_only=False)
+        assert [call.status for call in refused].count(403) == 1
