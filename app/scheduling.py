@@ -1,15 +1,15 @@
-"""Running due tasks: claim each due run, deliver it, record it, move the task on.
+"""Running due tasks: claim each due run, write its message, deliver it, record it.
 
 `run_due` is one pass of a scheduler: it claims the runs due by now (with several
 processes on one database each run is claimed by exactly one, `TaskRepository.
-claim_due`), hands each to `deliver` and then records it with the task's next time. A
-run delivered more than `LATE_AFTER_S` after its time is marked late (the process was
-down); a recurring task then runs next at its first time after now, so missed periods
-are not caught up one by one. A run is recorded only after `deliver` returns: a process
-that dies in between leaves its claim to expire, and the run is delivered again.
-
-Without a model a run's message is its request, as written (`fallback_reason`
-"no_model").
+claim_due`), runs each through the task graph (`graphs/tasks.py`: a reminder as written,
+a task asking for work by the Tasker over the user's memory), stores the message in the
+user's history as a `task` message, hands it to `deliver` and then records the run with
+the task's next time. A run delivered more than `LATE_AFTER_S` after its time is marked
+late (the process was down); a recurring task then runs next at its first time after
+now, so missed periods are not caught up one by one. A run is recorded only after
+`deliver` returns: a process that dies in between leaves its claim to expire, and the
+run is delivered again (its message, stored under the run's own external id, once).
 """
 
 from __future__ import annotations
@@ -20,8 +20,12 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from core.records import parse_timestamp
+from langgraph.graph.state import CompiledStateGraph
+
+from core.context import TaskContext
+from core.records import NewMessage, parse_timestamp
 from core.when import next_run
+from graphs.tasks import build_task_graph
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -34,6 +38,30 @@ Deliver = Callable[[int, "TaskRow", str, bool], Awaitable[None]]
 log = logging.getLogger(__name__)
 
 
+def task_message_id(task_id: int, due_at: str) -> str:
+    """The external id of a run's stored message: the task is its source."""
+    return f"task:{task_id}:{due_at}"
+
+
+async def write_run(
+    deps: Deps, graph: CompiledStateGraph, user_id: int, task: TaskRow, due_at: str, now: datetime
+) -> dict:
+    """The run's message from the task graph, stored in the user's history (kind `task`)."""
+    context = TaskContext.from_settings(deps.settings, user_id=user_id, now_iso=now.isoformat())
+    state = await graph.ainvoke(
+        {"task_id": task["id"], "request": task["request"]}, context=context
+    )
+    message = NewMessage(
+        external_id=task_message_id(task["id"], due_at),
+        role="assistant",
+        content=state["message"],
+        created_at=now.isoformat(timespec="seconds"),
+        kind="task",
+    )
+    await asyncio.to_thread(deps.store.messages.add, user_id, [message])
+    return state
+
+
 async def run_due(
     deps: Deps, owner: str, deliver: Deliver, now: datetime | None = None, limit: int = 50
 ) -> int:
@@ -44,6 +72,7 @@ async def run_due(
     moment = now or datetime.now(UTC)
     lease = deps.settings.task_claim_lease_s
     claimed = await asyncio.to_thread(store.claim_due, moment, owner, lease, limit)
+    graph = build_task_graph(deps).compile(name="tasks") if claimed else None
     delivered = 0
     for due in claimed:
         user_id, task = due["user_id"], due["task"]
@@ -51,7 +80,8 @@ async def run_due(
         late = (moment - parse_timestamp(due_at)).total_seconds() > LATE_AFTER_S
         started = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            await deliver(user_id, task, task["request"], late)
+            state = await write_run(deps, graph, user_id, task, due_at, moment)
+            await deliver(user_id, task, state["message"], late)
         except Exception:
             log.exception("task %s: delivery failed; retried after the claim expires", task["id"])
             continue
@@ -59,8 +89,9 @@ async def run_due(
         run = {
             "due_at": due_at,
             "started_at": started,
-            "output": task["request"],
-            "fallback_reason": "no_model",
+            "output": state["message"],
+            "tools_called": ["search_history"] if state.get("kind") == "work" else [],
+            "fallback_reason": state.get("task_fallback"),
             "late": late,
         }
         await asyncio.to_thread(store.finish_run, user_id, task["id"], owner, run, following)

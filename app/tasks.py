@@ -13,7 +13,21 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import available_timezones
 
 from core.records import parse_timestamp
-from core.when import WhenError, next_run, parse_when, split_request, zone
+from core.when import next_run, split_request, zone
+from nodes.shared.tasks import add_task, user_timezone
+
+__all__ = [
+    "TaskError",
+    "add_from_text",
+    "add_task",
+    "change_task",
+    "list_tasks",
+    "repeats",
+    "set_user_timezone",
+    "task_view",
+    "tasks_export",
+    "user_timezone",
+]
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -22,11 +36,6 @@ if TYPE_CHECKING:
 
 class TaskError(ValueError):
     """A task that does not exist (for this user) or cannot change as asked."""
-
-
-def user_timezone(deps: Deps, user_id: int) -> str:
-    """The user's time zone: the one chosen, else `TOPICA_DEFAULT_TIMEZONE`."""
-    return deps.store.tasks.timezone(user_id) or deps.settings.default_timezone
 
 
 @cache
@@ -48,18 +57,6 @@ def set_user_timezone(deps: Deps, user_id: int, text: str) -> str:
     zone(name)
     deps.store.tasks.set_timezone(user_id, name)
     return name
-
-
-def add_task(
-    deps: Deps, user_id: int, when_text: str, request: str, now: datetime | None = None
-) -> TaskRow:
-    """A new task from a "when" expression; raises `WhenError` (nothing created) when the
-    time cannot be read or the request is empty."""
-    if not request.strip():
-        raise WhenError("say what the task is, e.g. 'позвонить маме'")
-    timezone = user_timezone(deps, user_id)
-    found = parse_when(when_text, now or datetime.now(UTC), timezone)
-    return deps.store.tasks.add(user_id, request, found.first_run, timezone, found.rule)
 
 
 def add_from_text(deps: Deps, user_id: int, text: str, now: datetime | None = None) -> TaskRow:

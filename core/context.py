@@ -234,3 +234,13 @@ class MediaContext(FromSettings):
     transcription_base_url: str | None = None
     transcription_model: str = DEFAULTS.transcription_model
     transcription_timeout_s: float = DEFAULTS.transcription_timeout_s
+
+
+@dataclass(kw_only=True)
+class TaskContext(FromSettings):
+    """One run of a scheduled task: whose task, when it runs, how many previous runs it sees."""
+
+    user_id: int
+    now_iso: str | None = None
+    """The run's date and time (ISO-8601); None means the wall clock."""
+    task_history: int = DEFAULTS.task_history

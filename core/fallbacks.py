@@ -46,6 +46,9 @@ run with a working model."""
 RespondFallback = TextFallback
 """The Responder's: the memory-only answer quotes what was recalled."""
 
+TaskFallback = TextFallback
+"""The Tasker's: the run's message is the request itself, saying a model is needed."""
+
 SearchFallback = Literal["vectors_unavailable"]
 """The search's: the vector store is down, so full-text search alone found the candidates
 (the hybrid search degrades; the turn's message is embedded later from the queue)."""

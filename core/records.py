@@ -20,18 +20,20 @@ like any other (a model's invented id, a forged button, `--user 2**63`)."""
 
 Role = Literal["user", "assistant"]
 FactType = Literal["identity", "context", "status"]
-MessageKind = Literal["conversation", "memory_only_answer", "command", "media_description"]
+MessageKind = Literal["conversation", "memory_only_answer", "command", "media_description", "task"]
 """What a stored message is. Only `conversation` becomes memory: it alone is archived into
 topics, searched (full-text and message vectors), summarised and recalled by auto-RAG.
 The others stay in the log, and the sliding window shows them: `memory_only_answer` (an
 answer quoting memory, written with no model: memory about memory), `command` (control,
 not conversation) and `media_description` (a label or description of a medium standing
-in for it)."""
+in for it), `task` (a scheduled task's message; its external id is
+`task:<task id>:<due time>`)."""
 MESSAGE_KINDS: tuple[MessageKind, ...] = (
     "conversation",
     "memory_only_answer",
     "command",
     "media_description",
+    "task",
 )
 MEMORY_KIND: MessageKind = "conversation"
 """The one kind that becomes memory."""

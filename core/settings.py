@@ -23,6 +23,7 @@ AgentName = Literal[
     "responder",
     "summariser",
     "describer",
+    "tasker",
 ]
 AGENTS: tuple[AgentName, ...] = get_args(AgentName)
 MULTIMODAL_AGENTS: frozenset[AgentName] = frozenset({"describer"})
@@ -127,6 +128,7 @@ class Settings(BaseSettings):
     responder_max_tokens: int = Field(default=1024, gt=0)
     summariser_max_tokens: int = Field(default=512, gt=0)
     describer_max_tokens: int = Field(default=1024, gt=0)
+    tasker_max_tokens: int = Field(default=1024, gt=0)
     splitter_model: str | None = None
     merger_model: str | None = None
     archivist_model: str | None = None
@@ -134,6 +136,9 @@ class Settings(BaseSettings):
     reranker_model: str | None = None
     responder_model: str | None = None
     summariser_model: str | None = None
+    tasker_model: str | None = Field(
+        default=None, description="Runs a scheduled task that asks for work (not a plain reminder)."
+    )
     describer_model: str | None = Field(
         default=None,
         description="A multimodal model: describes photos, transcribes voice without an "

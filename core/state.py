@@ -18,6 +18,7 @@ from core.fallbacks import (
     SearchFallback,
     SplitFallback,
     SummaryFallback,
+    TaskFallback,
     TranscribeFallback,
 )
 from core.records import AnsweredBy, FactType, MessageRow
@@ -347,3 +348,24 @@ class MediaState(MediaInput, total=False):
     describe_fallback: DescribeFallback | None
     saved: list[int]
     """The messages whose stored text now holds their transcript or description."""
+
+
+TaskKind = Literal["reminder", "work"]
+
+
+class TaskInput(TypedDict):
+    task_id: int
+    request: str
+
+
+class TaskState(TaskInput, total=False):
+    """One run of a scheduled task: what it is, what memory gave it, the message to send
+    and the fallback taken (None when the model wrote it, or a reminder needed none)."""
+
+    kind: TaskKind
+    system: str
+    """The Tasker's system prompt: its rules, the user's core facts, the run's time."""
+    context: str
+    """The Tasker's user prompt: previous runs, memory found for the request, the request."""
+    message: str
+    task_fallback: TaskFallback | None

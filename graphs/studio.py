@@ -22,6 +22,7 @@ from core.context import checked
 from graphs.memory import build_memory_graph
 from graphs.reranker import build_reranker_graph
 from graphs.response import build_response_graph
+from graphs.tasks import build_task_graph
 from stores.services import default_deps
 
 
@@ -35,3 +36,4 @@ _deps = default_deps()
 response = for_studio(build_response_graph(_deps), "response")
 memory = for_studio(build_memory_graph(_deps), "memory")
 reranker = for_studio(build_reranker_graph(_deps), "reranker")
+tasks = for_studio(build_task_graph(_deps), "tasks")

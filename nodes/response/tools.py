@@ -1,4 +1,5 @@
-"""The responder's tools (seed 002): search_history, manage_memory, get_topics_content.
+"""The responder's tools (seed 002): search_history, manage_memory, get_topics_content,
+schedule_task.
 
 Every tool reads the user id from its `ToolRuntime` (the run's `ResponseContext`), never
 from the model's arguments: a model can only ever search or change the current user's
@@ -22,6 +23,7 @@ from core.errors import StoreError, VectorStoreUnavailable
 from core.records import FactRow, FactType
 from core.text import neutralize
 from core.tracing import user_key
+from nodes.response.schedule_tool import make_schedule_task_tool
 from nodes.response.search import topic_candidates
 from nodes.response.topic_content import make_get_topics_content_tool, render_topics_content
 
@@ -158,4 +160,5 @@ def make_response_tools(deps: Deps) -> list[BaseTool]:
         make_search_history_tool(deps),
         make_manage_memory_tool(deps),
         make_get_topics_content_tool(deps),
+        make_schedule_task_tool(deps),
     ]

@@ -372,4 +372,15 @@ MIGRATIONS: tuple[str, ...] = (
     # 12: scheduled tasks and reminders (`stores.relational.tasks`), their runs, and each
     # user's time zone.
     task_tables("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER"),
+    # 13: a scheduled task's message is a kind of its own ('task'). Widening a CHECK
+    # constraint changes no stored row, so the table's recorded SQL is edited in place
+    # (SQLite's documented way for such changes) instead of rebuilding `messages` with
+    # its full-text indexes, triggers and references.
+    """
+    PRAGMA writable_schema = ON;
+    UPDATE sqlite_master
+        SET sql = replace(sql, '''media_description'')', '''media_description'', ''task'')')
+        WHERE type = 'table' AND name = 'messages';
+    PRAGMA writable_schema = RESET;
+    """,
 )

@@ -1,4 +1,4 @@
-"""`langgraph dev` serves the three graphs offline; the SDK runs the memory and response graphs.
+"""`langgraph dev` serves the four graphs offline; the SDK runs the memory and response graphs.
 
 The server is a real `langgraph dev` process on 127.0.0.1 over a temporary data
 directory, bounded in time and stopped by its process id. It runs on the project's
@@ -131,10 +131,15 @@ def server(data_dir: Path, model_server: ScriptedOpenAI) -> Iterator[str]:
         log.close()
 
 
-async def test_three_graphs_are_served(server: str) -> None:
+async def test_four_graphs_are_served(server: str) -> None:
     client = get_client(url=server)
     assistants = await client.assistants.search()
-    assert {assistant["graph_id"] for assistant in assistants} == {"response", "memory", "reranker"}
+    assert {assistant["graph_id"] for assistant in assistants} == {
+        "response",
+        "memory",
+        "reranker",
+        "tasks",
+    }
     schemas = await client.assistants.get_schemas(
         next(a["assistant_id"] for a in assistants if a["graph_id"] == "response")
     )

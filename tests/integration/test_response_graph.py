@@ -529,14 +529,16 @@ async def test_get_topics_content_reads_only_the_run_users_topics(
     assert "No content is available" in tool_result["content"]
 
 
-async def test_the_responder_binds_the_three_tools(make_deps: Callable[..., Deps]):
+async def test_the_responder_binds_the_four_tools(make_deps: Callable[..., Deps]):
     model = recording_model(AIMessage("Hello there."))
     deps = make_deps(models={"responder": model})
     graph = build_response_graph(deps).compile()
     state = await graph.ainvoke(
         {"text": "Hello"}, context=ResponseContext(user_id=USER, now_iso=NOW)
     )
-    assert model.bound_tools == [["search_history", "manage_memory", "get_topics_content"]]
+    assert model.bound_tools == [
+        ["search_history", "manage_memory", "get_topics_content", "schedule_task"]
+    ]
     assert state["answer"] == "Hello there."
     assert isinstance(model.prompts[0][-1], HumanMessage)
     assert not any(isinstance(m, ToolMessage) for m in model.prompts[0])

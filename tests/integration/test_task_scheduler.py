@@ -41,7 +41,7 @@ async def test_a_due_run_is_delivered_once_and_recorded(deps: Deps):
     assert outbox.sent == [(1, once["id"], "выпить воды", False)]
     runs = deps.store.tasks.runs(1, once["id"], 5)
     assert [(r["output"], r["fallback_reason"], r["late"]) for r in runs] == [
-        ("выпить воды", "no_model", False)
+        ("выпить воды", None, False)
     ]
     assert deps.store.tasks.get(1, once["id"])["state"] == "done"
 

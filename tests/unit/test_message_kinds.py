@@ -220,3 +220,40 @@ def test_a_segment_holds_all_messages_until_the_next_one_starts(store: Relationa
     assert not store.messages.holds_all(1, 0)
     assert not store.messages.holds_all(1, 1)
     assert not store.messages.holds_all(2, 0)  # another user's messages are not theirs
+
+
+def test_migration_13_admits_task_messages_and_keeps_refusing_unknown_kinds(
+    tmp_path: Path, monkeypatch
+):
+    import sqlite3
+
+    import stores.relational.database as database
+
+    path = tmp_path / "topica.sqlite3"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:12])
+    old = RelationalStore(path)
+    [before] = old.messages.add(1, new_messages(["remind me to call mum"]))
+    old.close()
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
+
+    store = RelationalStore(path)
+    try:
+        task = NewMessage(
+            external_id="task:1:2026-11-27T09:00:00+00:00",
+            role="assistant",
+            content="call mum",
+            created_at="2026-11-27T09:00:00+00:00",
+            kind="task",
+        )
+        [sent] = store.messages.add(1, [task])
+        assert [(row["id"], row["kind"]) for row in store.messages.all_of(1)] == [
+            (before["id"], "conversation"),
+            (sent["id"], "task"),
+        ]
+        assert ids(store.messages.unarchived(1)) == [before["id"]]
+        assert store.vector_queue.pending(1, "messages", 10) == [before["id"]]
+        with pytest.raises(sqlite3.IntegrityError), store.db.transaction() as db:
+            db.execute("UPDATE messages SET kind = 'gossip' WHERE id = ?", (sent["id"],))
+        assert [tuple(row) for row in store.db.rows("PRAGMA integrity_check")] == [("ok",)]
+    finally:
+        store.close()
