@@ -50,10 +50,15 @@ from nodes.response.rerank_selection import (
     requested_topic_ids,
     select_answer,
 )
-from nodes.shared.agent import JSON_MODE, call_agent, describe
+from nodes.shared.agent import JSON_MODE, LEDGER, call_agent, describe
+from nodes.shared.endpoint import force_mechanism
 from nodes.shared.structured import LLMOutputError, message_text
 
 log = logging.getLogger(__name__)
+
+FORCING_TOOL_CHOICES = frozenset({"named", "required"})
+"""The mechanisms that make the endpoint itself call the tool; with any weaker one the
+first turn's call is left to chance, so the reranker does not ask (`unforced_call`)."""
 
 
 def remaining_budget(started_at: float, timeout_s: float, now: float) -> float:
@@ -135,6 +140,9 @@ def settled_reason(
         return "disabled"
     if deps.models.get("reranker") is None:
         return "no_model"
+    if force_mechanism(deps.models.settings) not in FORCING_TOOL_CHOICES:
+        LEDGER.record("reranker", "unforced_call", None, time.monotonic())
+        return "unforced_call"
     return None
 
 
