@@ -85,6 +85,8 @@ class AgentCall:
     prompt_tokens: int
     completion_tokens: int
     latency_s: float
+    repairs: tuple[str, ...] = ()
+    """What was set right in the reply (`outcome` is then `repaired`)."""
 
 
 class AgentLedger:
@@ -94,7 +96,14 @@ class AgentLedger:
     def __init__(self, size: int = 100_000) -> None:
         self._calls: deque[AgentCall] = deque(maxlen=size)
 
-    def record(self, agent: AgentName, outcome: str, reply: AIMessage | None, started: float):
+    def record(
+        self,
+        agent: AgentName,
+        outcome: str,
+        reply: AIMessage | None,
+        started: float,
+        repairs: tuple[str, ...] = (),
+    ):
         usage = (reply.usage_metadata if reply is not None else None) or {}
         call = AgentCall(
             agent,
@@ -102,6 +111,7 @@ class AgentLedger:
             int(usage.get("input_tokens", 0)),
             int(usage.get("output_tokens", 0)),
             time.monotonic() - started,
+            repairs,
         )
         self._calls.append(call)
         AGENT_CALLS.labels(agent, outcome).inc()
@@ -257,7 +267,7 @@ async def call_agent(
         if repairs:
             outcome = "repaired"
             log.info("user %s: %s reply repaired: %s", user_key(user_id), agent, repairs)
-        LEDGER.record(agent, outcome, reply, started)
+        LEDGER.record(agent, outcome, reply, started, repairs)
         return AgentReply(reply, value, stopped, repairs)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
