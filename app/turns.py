@@ -10,18 +10,16 @@ with LangGraph's own streaming (`stream_mode="messages"`), and every chunk the r
 model sends (in the tool loop and the synthesis turn alike) calls it with the answer's
 text so far. A memory-only answer has no model behind it and arrives whole.
 
-A turn has a deadline (`TOPICA_TURN_DEADLINE_S`): past it the run is cancelled and the
-turn is answered again without models, so the user gets what was recalled with a note
-that the model did not answer in time, never silence.
+A turn has a deadline (`TOPICA_TURN_DEADLINE_S`, `app.deadline`): the user gets what was
+recalled with a note that the model did not answer in time before it, never silence.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import uuid4
@@ -30,16 +28,15 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from app.deadline import Progress, within_deadline
 from app.views import turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
-from core.models import ModelRegistry
 from core.records import NewMessage, parse_timestamp
 from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
-from nodes.response.offline_answer import language_of
 
 T = TypeVar("T")
 
@@ -52,10 +49,6 @@ ANSWER_NODES = frozenset({"respond", "synthesize"})
 NEW_SEGMENT_COMMAND = "/new"
 QUIT_COMMAND = "/quit"
 NEW_SEGMENT_REPLY = "Started a new conversation. / Начат новый разговор."
-DEADLINE_NOTE = {
-    "ru": "Модель не ответила за {seconds:g} с, поэтому вот что я вспомнил.",
-    "en": "The model did not answer within {seconds:g} s, so here is what I recalled.",
-}
 HELP_COMMAND = "/help"
 QUIT_ALIASES = (QUIT_COMMAND, "/exit")
 CHAT_HELP = (
@@ -136,27 +129,11 @@ async def answer_stored(
         turn_input["parts"] = parts
     if group_ids:
         turn_input["group_message_ids"] = group_ids
-    run = (
-        graph.ainvoke(turn_input, config, context=context)
-        if on_text is None
-        else stream_turn(graph, turn_input, config, context, on_text)
-    )
-    deadline_s = deps.settings.turn_deadline_s
-    try:
-        state = await asyncio.wait_for(run, deadline_s or None)
-    except TimeoutError:  # answered again without models: what was recalled, with a note
-        offline = compile_response_graph(without_models(deps))
-        state = await offline.ainvoke(turn_input, config, context=context)
-        note = DEADLINE_NOTE[language_of(text)].format(seconds=deadline_s)
-        answer = f"{note}\n\n{state.get('answer', '')}"
-        state = {**state, "answer": answer, "deadline_exceeded": True}
+    progress = Progress()
+    run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
+    state = await within_deadline(deps, run, progress, turn_input, config, context)
     result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
     return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
-
-
-def without_models(deps: Deps) -> Deps:
-    """The same services with no chat model: every agent takes its non-LLM path."""
-    return dataclasses.replace(deps, models=ModelRegistry.fixed({}, deps.settings))
 
 
 class AnswerText:
@@ -176,6 +153,33 @@ class AnswerText:
         return bool(piece)
 
 
+async def turn_states(
+    graph: CompiledStateGraph,
+    turn_input: dict[str, Any],
+    config: dict[str, Any],
+    context: ResponseContext,
+    on_text: OnText | None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Run the graph with LangGraph's streaming, yielding each full state it reaches and
+    telling `on_text` (if any) of the answer's growth."""
+    answer = AnswerText()
+    modes = ["values"] if on_text is None else ["messages", "values"]
+    async for mode, payload in graph.astream(
+        turn_input, config, context=context, stream_mode=modes
+    ):
+        if mode == "values":
+            yield payload
+            continue
+        chunk, metadata = payload
+        if (
+            on_text is not None
+            and isinstance(chunk, AIMessageChunk)
+            and metadata.get("langgraph_node") in ANSWER_NODES
+            and answer.add(chunk)
+        ):
+            await _resolved(on_text(answer.text))
+
+
 async def stream_turn(
     graph: CompiledStateGraph,
     turn_input: dict[str, Any],
@@ -183,24 +187,8 @@ async def stream_turn(
     context: ResponseContext,
     on_text: OnText,
 ) -> dict[str, Any]:
-    """Run the graph with LangGraph's streaming, telling `on_text` of the answer's growth;
-    the final state."""
-    answer = AnswerText()
-    state: dict[str, Any] = {}
-    async for mode, payload in graph.astream(
-        turn_input, config, context=context, stream_mode=["messages", "values"]
-    ):
-        if mode == "values":
-            state = payload
-            continue
-        chunk, metadata = payload
-        if (
-            isinstance(chunk, AIMessageChunk)
-            and metadata.get("langgraph_node") in ANSWER_NODES
-            and answer.add(chunk)
-        ):
-            await _resolved(on_text(answer.text))
-    return state
+    """Run the graph telling `on_text` of the answer's growth; the final state."""
+    return await Progress().follow(turn_states(graph, turn_input, config, context, on_text))
 
 
 async def answer_turn(

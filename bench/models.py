@@ -31,8 +31,8 @@ from stores.services import build_deps
 
 
 def agent_rows(calls: list[AgentCall]) -> dict[str, dict[str, Any]]:
-    """Per agent: calls, accepted and repaired shares, fallbacks by reason, tokens,
-    latency p50/p95 (seconds)."""
+    """Per agent: calls, accepted and repaired shares, repairs and fallbacks by kind,
+    tokens, latency p50/p95 (seconds)."""
     grouped: dict[str, list[AgentCall]] = defaultdict(list)
     for call in calls:
         grouped[call.agent].append(call)
@@ -45,6 +45,9 @@ def agent_rows(calls: list[AgentCall]) -> dict[str, dict[str, Any]]:
             "accepted": outcomes.pop("accepted", 0) / len(made),
             "repaired": outcomes.pop("repaired", 0) / len(made),
             "fallbacks": dict(sorted(outcomes.items())),
+            "repairs": dict(
+                sorted(Counter(kind for call in made for kind in call.repairs).items())
+            ),
             "prompt_tokens": sum(call.prompt_tokens for call in made),
             "completion_tokens": sum(call.completion_tokens for call in made),
             "latency_p50_s": percentile(latencies, 50),
@@ -101,8 +104,10 @@ def models_table(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     body = []
     for agent, row in result["agents"].items():
         fallbacks = ", ".join(f"{reason} {count}" for reason, count in row["fallbacks"].items())
+        kinds = ", ".join(f"{kind} {count}" for kind, count in row.get("repairs", {}).items())
+        repaired = f"{row['repaired']:.0%}" + (f" ({kinds})" if kinds else "")
         body.append([
-            agent, str(row["calls"]), f"{row['accepted']:.0%}", f"{row['repaired']:.0%}",
+            agent, str(row["calls"]), f"{row['accepted']:.0%}", repaired,
             fallbacks or "–", str(row["prompt_tokens"]), str(row["completion_tokens"]),
             f"{row['latency_p50_s']:.1f}", f"{row['latency_p95_s']:.1f}",
         ])  # fmt: skip

@@ -66,6 +66,7 @@ RerankFallback = Literal[
     "no_model",
     "no_candidates",
     "disabled",
+    "unforced_call",
     "api_error",
     "timeout_before_tool",
     "timeout_after_tool",
@@ -75,7 +76,9 @@ RerankFallback = Literal[
 ]
 """The Reranker's, one per row of seed 001's fallback table: before the model asked for
 content the search order decides, after it the ids it asked for. `disabled`: the
-reranker is switched off (`TOPICA_RERANKER_ENABLED=false`) and the search order decides."""
+reranker is switched off (`TOPICA_RERANKER_ENABLED=false`) and the search order decides;
+`unforced_call`: the endpoint honours neither a named nor a `required` tool choice, so its
+first turn's call cannot be forced and the search order decides without asking."""
 
 
 @dataclass(frozen=True)

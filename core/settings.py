@@ -120,6 +120,12 @@ class Settings(BaseSettings):
         description="A turn's deadline: past it the user gets what was recalled, with a "
         "note; 0 = none.",
     )
+    turn_fallback_reserve_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="Of a turn's deadline, the seconds kept for the answer from memory when "
+        "the models are late (at most half the deadline).",
+    )
     splitter_max_tokens: int = Field(default=2048, gt=0)
     merger_max_tokens: int = Field(default=512, gt=0)
     archivist_max_tokens: int = Field(default=1024, gt=0)

@@ -73,6 +73,20 @@ class FactsReport(TypedDict):
     """Topics still waiting for their facts after a deferred run."""
 
 
+class Repair(TypedDict):
+    """A model reply of the wrong shape that was set right and used."""
+
+    agent: str
+    repaired: str
+    """`tool_call_in_content` (a tool call written as text), `json_repaired` (JSON that
+    needed mending to parse) or `truncated` (cut at the token limit, still usable)."""
+
+
+def added_repairs(current: list[Repair] | None, new: list[Repair] | None) -> list[Repair]:
+    """Reducer of `repairs`: each agent call adds what was repaired; None starts over."""
+    return [] if new is None else [*(current or []), *new]
+
+
 class MemoryInput(TypedDict):
     """Nothing to fill in: whose messages and how eagerly is the run's Context."""
 
@@ -99,6 +113,8 @@ class MemoryState(TypedDict):
     facts: NotRequired[FactsReport]
     resummarised: NotRequired[list[int]]
     """Topics summarised again because their messages changed (edits, transcripts)."""
+    repairs: NotRequired[Annotated[list[Repair], added_repairs]]
+    """What was set right in the agents' replies this run (`load_chunk` starts it over)."""
     resummary_fallback: NotRequired[SplitFallback | None]
 
 
@@ -234,6 +250,8 @@ class ResponseState(ResponseInput, total=False):
     rerank_llm_calls: int
     selected_by_search_order: bool
     """See `RerankOutput`."""
+    repairs: Annotated[list[Repair], added_repairs]
+    """What was set right in the agents' replies this turn, agent by agent."""
     session_summary: str | None
     """The rolling summary of the segment's messages before the window, if it needs one."""
     summary_fallback: SummaryFallback | None
@@ -311,6 +329,7 @@ class RerankState(RerankInput, RerankOutput, total=False):
     """One reranker run. `prepare` resets every internal key (`messages` included), so a
     thread can run turn after turn; every other key is overwritten by the node that owns it."""
 
+    repairs: Annotated[list[Repair], added_repairs]
     messages: Annotated[list[AnyMessage], add_messages]
     started_at: float
     """`time.monotonic()` at `prepare`: the start of the shared time budget."""

@@ -19,7 +19,7 @@ from core.state import MemoryState, TopicProposal
 from core.text import short_time, transcript
 from nodes.memory.chunking import chunk_sittings
 from nodes.memory.segmentation import segment_conversation
-from nodes.shared.agent import call_agent_json
+from nodes.shared.agent import call_agent_json, repairs_update
 from prompts import splitter as prompt
 
 
@@ -70,7 +70,12 @@ def make_split(deps: Deps):
         proposals = [TopicProposal(**topic.model_dump()) for topic in result.value.topics]
         return Command(
             goto="validate",
-            update={"proposals": proposals, "split_by": "llm", "split_fallback": None},
+            update={
+                "proposals": proposals,
+                "split_by": "llm",
+                "split_fallback": None,
+                **repairs_update("splitter", result),
+            },
         )
 
     return split

@@ -22,7 +22,7 @@ from core.ports import Store
 from core.records import MessageRow
 from core.state import ResponseState
 from core.text import clip, neutralize, transcript
-from nodes.shared.agent import call_agent
+from nodes.shared.agent import call_agent, repairs_update
 from nodes.shared.clock import prompt_date, turn_moment
 from nodes.shared.structured import EmptyReplyError, message_text
 from prompts import enricher as prompt
@@ -96,7 +96,8 @@ def make_enrich(deps: Deps):
         )
         if isinstance(result, AgentFallback):
             return Command(goto="raw_query", update={"enrich_fallback": result.reason})
-        return Command(goto="search", update={"query": result.value, "enrich_fallback": None})
+        update = {"query": result.value, "enrich_fallback": None}
+        return Command(goto="search", update={**update, **repairs_update("enricher", result)})
 
     return enrich
 

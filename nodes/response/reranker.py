@@ -50,10 +50,15 @@ from nodes.response.rerank_selection import (
     requested_topic_ids,
     select_answer,
 )
-from nodes.shared.agent import JSON_MODE, call_agent, describe
+from nodes.shared.agent import JSON_MODE, LEDGER, call_agent, describe, repairs_update
+from nodes.shared.endpoint import force_mechanism
 from nodes.shared.structured import LLMOutputError, message_text
 
 log = logging.getLogger(__name__)
+
+FORCING_TOOL_CHOICES = frozenset({"named", "required"})
+"""The mechanisms that make the endpoint itself call the tool; with any weaker one the
+first turn's call is left to chance, so the reranker does not ask (`unforced_call`)."""
 
 
 def remaining_budget(started_at: float, timeout_s: float, now: float) -> float:
@@ -95,7 +100,8 @@ async def take_turn(
         return Command(
             goto=fallback_node, update={"rerank_fallback": reason, "rerank_llm_calls": calls}
         )
-    return result.value, {"messages": [result.value], "rerank_llm_calls": calls}
+    update = {"messages": [result.value], "rerank_llm_calls": calls}
+    return result.value, {**update, **repairs_update("reranker", result)}
 
 
 def fall_back(node: str, answered: dict, reason: RerankFallback) -> Command:
@@ -135,6 +141,9 @@ def settled_reason(
         return "disabled"
     if deps.models.get("reranker") is None:
         return "no_model"
+    if force_mechanism(deps.models.settings) not in FORCING_TOOL_CHOICES:
+        LEDGER.record("reranker", "unforced_call", None, time.monotonic())
+        return "unforced_call"
     return None
 
 
@@ -335,7 +344,9 @@ def make_rerank(reranker: CompiledStateGraph):
         RERANKER_SELECTED.observe(len(result["selected_topics"]))
         if result["rerank_fallback"]:
             RERANKER_FALLBACKS.labels(reason=result["rerank_fallback"]).inc()
-        return {key: result[key] for key in RERANK_OUTPUT_KEYS}
+        return {key: result[key] for key in RERANK_OUTPUT_KEYS} | {
+            "repairs": result.get("repairs", [])
+        }
 
     return rerank
 

@@ -29,7 +29,7 @@ from core.deps import Deps
 from core.fallbacks import AgentFallback
 from core.state import ResponseState
 from nodes.response.finalize import sanitize
-from nodes.shared.agent import call_agent
+from nodes.shared.agent import call_agent, repairs_update
 from nodes.shared.structured import message_text
 from prompts import responder as prompt
 
@@ -88,9 +88,15 @@ async def responder_turn(
     if isinstance(result, AgentFallback):
         update = {"respond_fallback": result.reason, "respond_error": result.detail or None}
         return Command(goto="offline_answer", update=update)
-    if result.stopped:
-        return stopped_command(result.value, node)
-    return reply_command(result.value, state, node)
+    command = (
+        stopped_command(result.value, node)
+        if result.stopped
+        else reply_command(result.value, state, node)
+    )
+    repaired = repairs_update("responder", result)
+    return (
+        Command(goto=command.goto, update={**command.update, **repaired}) if repaired else command
+    )
 
 
 def make_respond(deps: Deps, tools: Sequence[BaseTool]):

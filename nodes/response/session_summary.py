@@ -27,7 +27,7 @@ from core.ports import Store
 from core.records import MEMORY_KIND, MessageRow, SessionSummaryRow
 from core.state import ResponseState
 from core.text import clip, neutralize, short_time, transcript
-from nodes.shared.agent import call_agent
+from nodes.shared.agent import call_agent, repairs_update
 from nodes.shared.budget import CHARS_PER_TOKEN
 from prompts import summariser as prompt
 
@@ -196,7 +196,8 @@ def make_summarise(deps: Deps):
             result.value,
             "llm",
         )
-        return Command(goto="assemble", update={**none, "session_summary": saved["summary"]})
+        update = {**none, "session_summary": saved["summary"]}
+        return Command(goto="assemble", update={**update, **repairs_update("summariser", result)})
 
     return summarise
 

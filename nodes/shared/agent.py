@@ -36,6 +36,7 @@ from core.metrics import AGENT_CALLS
 from core.models import ModelRegistry
 from core.records import ID_RANGE
 from core.settings import AgentName
+from core.state import Repair
 from core.text import clip, valid_value
 from core.tracing import user_key
 from nodes.shared.endpoint import JSON_MODE as JSON_MODE
@@ -51,6 +52,7 @@ from nodes.shared.structured import (
     EmptyReplyError,
     LLMOutputError,
     message_text,
+    needs_mending,
     parse_json_reply,
 )
 
@@ -70,8 +72,8 @@ class AgentReply(Generic[T]):
     value: T
     stopped: bool = False
     """The caller's stop event cut the reply short: `message` is what was written by then."""
-    repaired: str | None = None
-    """What was set right in a reply of the wrong shape (`tool_call_in_content`), or None."""
+    repairs: tuple[str, ...] = ()
+    """What was set right in a reply of the wrong shape (`core.state.Repair`'s kinds)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class AgentCall:
     prompt_tokens: int
     completion_tokens: int
     latency_s: float
+    repairs: tuple[str, ...] = ()
+    """What was set right in the reply (`outcome` is then `repaired`)."""
 
 
 class AgentLedger:
@@ -92,7 +96,14 @@ class AgentLedger:
     def __init__(self, size: int = 100_000) -> None:
         self._calls: deque[AgentCall] = deque(maxlen=size)
 
-    def record(self, agent: AgentName, outcome: str, reply: AIMessage | None, started: float):
+    def record(
+        self,
+        agent: AgentName,
+        outcome: str,
+        reply: AIMessage | None,
+        started: float,
+        repairs: tuple[str, ...] = (),
+    ):
         usage = (reply.usage_metadata if reply is not None else None) or {}
         call = AgentCall(
             agent,
@@ -100,6 +111,7 @@ class AgentLedger:
             int(usage.get("input_tokens", 0)),
             int(usage.get("output_tokens", 0)),
             time.monotonic() - started,
+            repairs,
         )
         self._calls.append(call)
         AGENT_CALLS.labels(agent, outcome).inc()
@@ -205,6 +217,7 @@ async def call_agent(
     timeout_s: float | None = None,
     stop: asyncio.Event | None = None,
     force_tool: BaseTool | None = None,
+    mended: Callable[[AIMessage], bool] = lambda reply: False,
 ) -> AgentReply[T] | AgentFallback:
     """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
     reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call; the
@@ -212,8 +225,11 @@ async def call_agent(
 
     With `force_tool` (instead of `bind`) the model must call that tool, asked for by the
     strongest mechanism the endpoint honours; a call written as content is repaired into
-    a tool call (`AgentReply.repaired`), a reply without one is returned as it is for the
+    a tool call (`AgentReply.repairs`), a reply without one is returned as it is for the
     caller to refuse. Every outcome is recorded in `LEDGER`.
+
+    A reply cut at the token limit yet parsed is `truncated`; one that `mended` says
+    needed mending to parse, `json_repaired`.
 
     With a `stop` event the reply is read as a stream and cut short when the event is set
     (see `stream_reply`)."""
@@ -243,10 +259,16 @@ async def call_agent(
             checkpointable(valid_reply(reply)), force_tool, mechanism
         )
         value = parse(reply)
-        if repaired:
-            log.info("user %s: %s reply repaired: %s", user_key(user_id), agent, repaired)
-        LEDGER.record(agent, outcome, reply, started)
-        return AgentReply(reply, value, stopped, repaired)
+        repairs = (
+            *([repaired] if repaired else []),
+            *(["json_repaired"] if mended(reply) else []),
+            *(["truncated"] if reply.response_metadata.get("finish_reason") == "length" else []),
+        )
+        if repairs:
+            outcome = "repaired"
+            log.info("user %s: %s reply repaired: %s", user_key(user_id), agent, repairs)
+        LEDGER.record(agent, outcome, reply, started, repairs)
+        return AgentReply(reply, value, stopped, repairs)
     except LLMOutputError as error:
         reason = "empty_reply" if isinstance(error, EmptyReplyError) else "invalid_output"
         fallback = AgentFallback(reason, clip(str(error), ERROR_DETAIL_CHARS))
@@ -324,6 +346,14 @@ class WrittenSoFar(BaseCallbackHandler):
         self.text += chunk.message.text if chunk is not None else token
 
 
+def repairs_update(agent: AgentName, result: AgentReply[Any] | AgentFallback) -> dict[str, Any]:
+    """The state update recording what was set right in `result`: `{"repairs": [...]}`, or
+    nothing when nothing was."""
+    if isinstance(result, AgentFallback) or not result.repairs:
+        return {}
+    return {"repairs": [Repair(agent=agent, repaired=kind) for kind in result.repairs]}
+
+
 async def call_agent_json(
     models: ModelRegistry,
     agent: AgentName,
@@ -341,6 +371,7 @@ async def call_agent_json(
         request,
         user_id=user_id,
         parse=lambda reply: parse_json_reply(message_text(reply), schema),
+        mended=lambda reply: needs_mending(message_text(reply)),
         bind=lambda model: (
             model if response_format is None else model.bind(response_format=response_format)
         ),

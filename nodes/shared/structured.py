@@ -54,6 +54,15 @@ def parse_json_value(text: str) -> object:
     return repaired
 
 
+def needs_mending(text: str) -> bool:
+    """Whether the reply's JSON (unfenced) is not valid as written."""
+    try:
+        json.loads(_FENCE.sub("", text.strip()))
+    except json.JSONDecodeError:
+        return True
+    return False
+
+
 def parse_json_reply(text: str, schema: type[SchemaT]) -> SchemaT:
     value = parse_json_value(text)
     try:

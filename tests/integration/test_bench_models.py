@@ -9,8 +9,9 @@ import pytest
 
 from bench.cost import bench_settings
 from bench.llm_server import AgentServer
-from bench.models import bench_models, models_table
+from bench.models import agent_rows, bench_models, models_table
 from core.ports import Embedder
+from nodes.shared.agent import AgentCall
 from stores.services import build_deps
 
 pytestmark = pytest.mark.timeout(300)
@@ -33,3 +34,16 @@ async def test_every_agent_call_is_counted_with_its_outcome(tmp_path: Path, embe
     assert result["turns"] == 2 and result["past_deadline"] == 0
     header, rows = models_table(result)
     assert len(rows) == len(agents) and all(len(row) == len(header) for row in rows)
+
+
+def test_the_table_shows_each_agents_repairs_and_fallbacks_by_kind():
+    calls = [
+        AgentCall("splitter", "repaired", 10, 5, 1.0, ("json_repaired", "truncated")),
+        AgentCall("splitter", "accepted", 10, 5, 2.0),
+        AgentCall("reranker", "unforced_call", 0, 0, 0.0),
+    ]
+    result = {"agents": agent_rows(calls)}
+    assert result["agents"]["splitter"]["repairs"] == {"json_repaired": 1, "truncated": 1}
+    _, rows = models_table(result)
+    assert rows[0][:5] == ["reranker", "1", "0%", "0%", "unforced_call 1"]
+    assert rows[1][3] == "50% (json_repaired 1, truncated 1)"

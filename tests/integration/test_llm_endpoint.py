@@ -140,7 +140,7 @@ async def test_a_forced_call_uses_the_strongest_tool_choice_honoured(capabilitie
         server.script(tool_call("record_word", {"word": "apple"}))
         result = await forced_call(registry(server, **capabilities))
         body = server.chat_requests[0].json_body
-    assert isinstance(result, AgentReply) and result.repaired is None
+    assert isinstance(result, AgentReply) and result.repairs == ()
     assert result.value.tool_calls[0]["args"] == {"word": "apple"}
     assert body.get("tool_choice") == sent
     assert [tool["function"]["name"] for tool in body["tools"]] == ["record_word"]
@@ -154,7 +154,7 @@ async def test_a_call_written_as_content_is_repaired_and_recorded():
         models = registry(server)
         repaired = await forced_call(models)
         refused = await forced_call(models)
-    assert isinstance(repaired, AgentReply) and repaired.repaired == "tool_call_in_content"
+    assert isinstance(repaired, AgentReply) and repaired.repairs == ("tool_call_in_content",)
     assert repaired.value.tool_calls[0]["name"] == "record_word"
     assert repaired.value.tool_calls[0]["args"] == {"word": "pear"}
     assert isinstance(refused, AgentReply) and not refused.value.tool_calls
@@ -169,7 +169,7 @@ async def test_without_tool_calls_the_arguments_are_asked_for_as_json():
         body = server.chat_requests[0].json_body
     assert "tools" not in body and body["response_format"]["type"] == "json_schema"
     assert "record_word" in body["messages"][-1]["content"]
-    assert isinstance(result, AgentReply) and result.repaired is None
+    assert isinstance(result, AgentReply) and result.repairs == ()
     assert result.value.tool_calls[0]["args"] == {"word": "plum"}
 
 

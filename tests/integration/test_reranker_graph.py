@@ -20,6 +20,7 @@ import pytest
 from core.deps import Deps
 from nodes.response.rerank_selection import NO_REASON
 from nodes.response.topic_content import size_label
+from nodes.shared.agent import LEDGER
 from tests.support.openai_server import (
     ScriptedOpenAI,
     delay,
@@ -344,6 +345,39 @@ async def test_switched_off_the_model_is_never_asked_and_the_search_order_decide
     assert result["selected_by_search_order"] is True
     assert result["rerank_llm_calls"] == 0
     assert server.chat_requests == []
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "asked"),
+    [
+        ({"llm_named_tool_choice": False}, True),
+        ({"llm_named_tool_choice": False, "llm_required_tool_choice": False}, False),
+        ({"llm_tool_calls": False}, False),
+    ],
+)
+async def test_without_a_forcing_tool_choice_the_search_order_decides_at_once(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI, capabilities, asked
+):
+    LEDGER.clear()
+    world = build_rerank_world(make_deps(models={"reranker": server.chat_model()}, **capabilities))
+    server.script(
+        tool_call("get_topics_content", {"topic_ids": [world.vllm["id"]]}),
+        reply(answer([{"id": world.vllm["id"], "reason": "asked"}])),
+    )
+    started = time.monotonic()
+
+    result = await rerank(world)
+
+    assert time.monotonic() - started < 2
+    if asked:
+        assert request_body(server, 0)["tool_choice"] == "required"
+        assert result["rerank_fallback"] is None
+        assert [call.outcome for call in LEDGER.calls()] == ["accepted", "accepted"]
+    else:
+        assert server.chat_requests == []
+        assert result["rerank_fallback"] == "unforced_call"
+        assert result["selected_by_search_order"] is True
+        assert [(c.agent, c.outcome) for c in LEDGER.calls()] == [("reranker", "unforced_call")]
 
 
 # -- what the model may name -----------------------------------------------------------

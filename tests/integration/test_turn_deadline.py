@@ -1,25 +1,28 @@
 """A turn's deadline: a responder that writes on and on never leaves the user in silence.
 
 The scripted server streams a reply that would take minutes (one word every 50 ms);
-with `TOPICA_TURN_DEADLINE_S` at 1.5 s the turn is cut there and answered with what was
-recalled, after a note in the question's language."""
+with `TOPICA_TURN_DEADLINE_S` at 3 s the models' run is cut at half of it and the turn is
+answered with what was recalled, after a note in the question's language, before the
+deadline: the question stored once, the answer once, the late words never sent on."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
 import pytest
 
-from app.turns import DEADLINE_NOTE, answer_turn, compile_response_graph
+from app.deadline import DEADLINE_NOTE
+from app.turns import answer_turn, compile_response_graph
 from core.deps import Deps
-from tests.support.openai_server import ScriptedOpenAI, reply
+from tests.support.openai_server import ScriptedOpenAI, delay, reply
 from tests.support.worlds import USER, build_response_world
 
 pytestmark = pytest.mark.timeout(60)
 
 NOW = "2026-03-20T10:00:00+00:00"
-DEADLINE_S = 1.5
+DEADLINE_S = 3.0
 FOREVER = reply(" ".join(["and"] * 5000), pace_s=0.05)
 
 
@@ -46,14 +49,43 @@ async def test_past_the_deadline_the_user_gets_what_was_recalled_with_a_note(
     )  # fmt: skip
 
     took = time.monotonic() - started
-    assert DEADLINE_S <= took < DEADLINE_S + 5
-    assert seen, "the answer streamed until the deadline"
+    assert DEADLINE_S / 2 <= took < DEADLINE_S, "answered after the models' half, in time"
+    assert seen, "the answer streamed until the models' time was up"
+    streamed = len(seen)
+    await asyncio.sleep(0.3)
+    assert len(seen) == streamed, "the late model output is never sent on"
+    assert "and and" not in result["answer"]
+    stored = world.deps.store.messages.recent(USER, 2)
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+    assert stored[0]["content"] == question
+    assert "and and" not in stored[1]["content"], "the stored answer is the recalled one"
     note = DEADLINE_NOTE[language].format(seconds=DEADLINE_S)
     assert result["answer"].startswith(note + "\n\n")
     assert "Postgres" in result["answer"], "what was recalled is quoted"
     assert result["deadline_exceeded"] is True
     assert result["answered_by"] != "responder"
     assert len(server.chat_requests) == 1, "the memory-only answer asks no model"
+
+
+async def test_a_run_cut_before_its_context_is_answered_by_the_whole_memory_only_graph(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    enricher = server.chat_model(timeout=60)
+    deps = make_deps(models={"enricher": enricher}, turn_deadline_s=DEADLINE_S)
+    world = await build_response_world(deps)
+    server.script(delay(60))
+    question = "How long did the Postgres restore take on staging?"
+    started = time.monotonic()
+
+    result = await answer_turn(
+        compile_response_graph(world.deps), world.deps, USER, question, now_iso=NOW
+    )
+
+    assert time.monotonic() - started < DEADLINE_S
+    assert result["answer"].startswith(DEADLINE_NOTE["en"].format(seconds=DEADLINE_S))
+    assert "Postgres" in result["answer"]
+    assert result["deadline_exceeded"] is True
+    assert [m["role"] for m in world.deps.store.messages.recent(USER, 2)] == ["user", "assistant"]
 
 
 async def test_within_the_deadline_the_answer_is_the_models(

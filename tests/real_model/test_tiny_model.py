@@ -1,7 +1,8 @@
 """The product against a real, tiny model: robustness, not wisdom.
 
-SmolLM2-135M on llama.cpp's server ignores tool_choice, writes JSON with the wrong keys
-and runs on until its token limit. Whatever it answers, every question is answered,
+SmolLM2-135M on llama.cpp's server ignores tool_choice (so the reranker, whose call
+cannot be forced, records `unforced_call` without asking), writes JSON with the wrong
+keys and runs on until its token limit. Whatever it answers, every question is answered,
 nothing crashes or hangs past the configured limits, every agent call's outcome is
 recorded, and memory stays whole: every message in a topic, no topic without messages,
 no fact outside the session's topics. Each phase prints how long it took.
@@ -114,7 +115,12 @@ async def test_ingest_then_questions_are_answered_and_memory_stays_whole(
         took = phase(f"turn {question!r}", started)
         print(result["answer"][:300], recorded_outcomes())
         assert result["answer"].strip(), "every question is answered"
-        assert took < deadline_s + 10, "no turn hangs past its deadline"
+        # The deadline bounds the answer; storing the question and reading the result
+        # back stand outside it.
+        assert took < deadline_s + 1, "every turn is answered within its deadline"
+        assert set(recorded_outcomes().get("reranker", [])) == {"unforced_call"}, (
+            "the reranker's call cannot be forced here: recorded at once, never a timeout"
+        )
         if not result.get("deadline_exceeded"):
             assert_recorded(recorded_outcomes(), {"responder"})
     assert_memory_whole(deps)

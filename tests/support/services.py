@@ -44,7 +44,9 @@ def local_deps(
     """Real SQLite + Chroma in `data_dir` with this embedder and exactly these chat models
     (none by default: every agent takes its non-LLM path)."""
     settings = isolated_settings(data_dir, **overrides)
-    return build_deps(settings, models=ModelRegistry.fixed(models or {}), embedder=embedder)
+    return build_deps(
+        settings, models=ModelRegistry.fixed(models or {}, settings), embedder=embedder
+    )
 
 
 def memory_runtime(user_id: int = 1, **overrides: Any) -> Runtime[MemoryContext]:

@@ -1,0 +1,104 @@
+"""A turn's deadline as a bound on the user's wait.
+
+The models get the deadline less a reserve (`TOPICA_TURN_FALLBACK_RESERVE_S`, at most half
+of it); when they are still working then, their run is cancelled and the turn is answered
+without models from what the run had reached: past `assemble`, the memory-only answer of
+its recalled context; before it, the whole model-less graph. That answer gets whatever is
+left of the deadline; should it run out too, the user gets the note alone. Either way the
+answer arrives before the deadline, and the model's late output is never sent on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.models import ModelRegistry
+from graphs.response import build_response_graph
+from nodes.response.offline_answer import WORDING, language_of
+
+DEADLINE_NOTE = {
+    "ru": "Модель не ответила за {seconds:g} с, поэтому вот что я вспомнил.",
+    "en": "The model did not answer within {seconds:g} s, so here is what I recalled.",
+}
+ASSEMBLED_KEY = "context_tokens"
+"""Written by `assemble`: a state holding it has everything the memory-only answer reads."""
+
+
+def without_models(deps: Deps) -> Deps:
+    """The same services with no chat model: every agent takes its non-LLM path."""
+    return dataclasses.replace(deps, models=ModelRegistry.fixed({}, deps.settings))
+
+
+@dataclasses.dataclass
+class Progress:
+    """The latest full state a turn's run has reached (LangGraph's `values` stream)."""
+
+    state: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    async def follow(self, values: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+        async for state in values:
+            self.state = state
+        return self.state
+
+
+def model_budget_s(deadline_s: float, reserve_s: float) -> float:
+    """The seconds the models get: the deadline less the fallback's reserve, which is
+    never more than half the deadline."""
+    return deadline_s - min(reserve_s, deadline_s / 2)
+
+
+async def within_deadline(
+    deps: Deps,
+    run: Awaitable[dict[str, Any]],
+    progress: Progress,
+    turn_input: dict[str, Any],
+    config: dict[str, Any],
+    context: ResponseContext,
+) -> dict[str, Any]:
+    """The run's final state, or past the models' budget the memory-only answer (with the
+    note and `deadline_exceeded`), in time for `TOPICA_TURN_DEADLINE_S`."""
+    deadline_s = deps.settings.turn_deadline_s
+    if not deadline_s:
+        return await run
+    started = time.monotonic()
+    try:
+        return await asyncio.wait_for(
+            run, model_budget_s(deadline_s, deps.settings.turn_fallback_reserve_s)
+        )
+    except TimeoutError:
+        left_s = deadline_s - (time.monotonic() - started)
+        state = await late_answer(deps, progress.state, turn_input, config, context, left_s)
+    note = DEADLINE_NOTE[language_of(turn_input["text"])].format(seconds=deadline_s)
+    answer = f"{note}\n\n{state['answer']}" if state.get("answer") else note
+    return {**state, "answer": answer, "deadline_exceeded": True}
+
+
+async def late_answer(
+    deps: Deps,
+    reached: dict[str, Any],
+    turn_input: dict[str, Any],
+    config: dict[str, Any],
+    context: ResponseContext,
+    left_s: float,
+) -> dict[str, Any]:
+    """The model-less graph's final state, resumed after `assemble` when the cancelled run
+    got that far; `{}` when even that does not finish in `left_s`."""
+    graph = build_response_graph(without_models(deps)).compile(
+        checkpointer=InMemorySaver(), name="response"
+    )
+    start: dict[str, Any] | None = turn_input
+    if ASSEMBLED_KEY in reached:
+        await graph.aupdate_state(config, reached, as_node="assemble")
+        start = None
+    try:
+        return await asyncio.wait_for(graph.ainvoke(start, config, context=context), left_s)
+    except TimeoutError:
+        return {"answer": WORDING[language_of(turn_input["text"])].nothing}
