@@ -21,7 +21,8 @@ import asyncio
 import dataclasses
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import uuid4
@@ -35,11 +36,12 @@ from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
 from core.models import ModelRegistry
-from core.records import NewMessage, parse_timestamp
+from core.records import MessageRow, NewMessage, parse_timestamp
 from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
 from nodes.response.offline_answer import language_of
+from nodes.shared.questions import store_user_message
 
 T = TypeVar("T")
 
@@ -84,43 +86,58 @@ def compile_response_graph(
     return build_response_graph(deps).compile(checkpointer=checkpointer, name="response")
 
 
-async def store_user_message(
-    deps: Deps, user_id: int, text: str, external_id: str, created_at: str
-) -> int:
-    """Store the turn's message (once per external id) and return its row id."""
-    message = NewMessage(external_id=external_id, role="user", content=text, created_at=created_at)
-    rows = await asyncio.to_thread(deps.indexer.store_live, user_id, [message])
-    if rows:
-        return rows[0]["id"]
-    stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
-    assert stored is not None, "a message that was not added is stored already"
-    return stored["id"]
+@dataclass(frozen=True, kw_only=True)
+class TurnRequest:
+    """One turn over stored messages.
+
+    `rows` are the messages it answers, oldest first: the turn answers the last one (its
+    external id is also the turn's id, opened in `deps.stops` so the answer can be stopped
+    while `on_text` streams it); the earlier ones are inside `text` (`turn_text`), so the
+    context shows them only there. `parts` are the media as LangChain content blocks,
+    which the responder sees with the text."""
+
+    user_id: int
+    rows: Sequence[MessageRow]
+    text: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    on_text: OnText | None = None
+    now_iso: str | None = None
+
+
+Turn = Callable[[TurnRequest], Awaitable[dict[str, Any]]]
+"""Runs one turn; `answer_stored`'s result."""
+
+
+def turn_text(rows: Sequence[MessageRow], blocks: Mapping[str, str] | None = None) -> str:
+    """What a turn answers: each message's block (`blocks`, by external id: its text with
+    what its media said) or else its stored text, oldest first."""
+    blocks = blocks or {}
+    pieces = (blocks.get(row["external_id"], row["content"]) for row in rows)
+    return "\n\n".join(piece for piece in pieces if piece)
+
+
+def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None = None) -> Turn:
+    """The response graph compiled once (not per turn), answering each request."""
+    graph = compile_response_graph(deps, checkpointer)
+
+    async def turn(request: TurnRequest) -> dict[str, Any]:
+        return await answer_stored(graph, deps, request)
+
+    return turn
 
 
 @traced("turn")
 async def answer_stored(
-    graph: CompiledStateGraph,
-    deps: Deps,
-    user_id: int,
-    message_id: int,
-    text: str,
-    *,
-    external_id: str,
-    now_iso: str | None = None,
-    parts: list[dict[str, Any]] | None = None,
-    group_ids: list[int] | None = None,
-    on_text: OnText | None = None,
+    graph: CompiledStateGraph, deps: Deps, request: TurnRequest
 ) -> dict[str, Any]:
-    """Run the compiled response graph on a stored message; the turn's result.
-
-    `text` is what the turn answers (the message, or a group of quick messages ending
-    with it; `group_ids` are the rows of the group's earlier messages, which the context
-    then shows only inside `text`); `parts` are its media as LangChain content blocks, which
-    the responder sees with the text (the memory-only path, having no model, works from the
-    text alone).
-    `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
-    while `on_text` streams it."""
-    text = valid_text(text)  # as the store keeps it: the checkpointer must take it too
+    """Run the compiled response graph on a request's stored messages; the turn's result.
+    The memory-only path, having no model, works from the text alone."""
+    user_id, external_id, on_text = (
+        request.user_id,
+        request.rows[-1]["external_id"],
+        request.on_text,
+    )
+    text = valid_text(request.text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
     # One thread per turn (its messages channel must not pile up across turns), named
@@ -129,13 +146,13 @@ async def answer_stored(
     config["configurable"]["thread_id"] = f"response-{user_key(user_id)}-{turn}"
     config["callbacks"] = [*config["callbacks"], usage]
     context = ResponseContext.from_settings(
-        deps.settings, user_id=user_id, now_iso=now_iso, turn_id=external_id
+        deps.settings, user_id=user_id, now_iso=request.now_iso, turn_id=external_id
     )
-    turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
-    if parts:
-        turn_input["parts"] = parts
-    if group_ids:
-        turn_input["group_message_ids"] = group_ids
+    turn_input: dict[str, Any] = {"text": text, "message_id": request.rows[-1]["id"]}
+    if request.parts:
+        turn_input["parts"] = request.parts
+    if len(request.rows) > 1:
+        turn_input["group_message_ids"] = [row["id"] for row in request.rows[:-1]]
     run = (
         graph.ainvoke(turn_input, config, context=context)
         if on_text is None
@@ -217,19 +234,18 @@ async def answer_turn(
     """Store the message, then answer it with the compiled response graph."""
     moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
     stamp = moment.isoformat(timespec="seconds")
-    external_id = external_id or f"turn-{uuid4().hex}"
-    message_id = await store_user_message(deps, user_id, text, external_id, stamp)
-    return await answer_stored(
-        graph,
-        deps,
-        user_id,
-        message_id,
-        text,
-        external_id=external_id,
-        now_iso=stamp,
-        parts=parts,
-        on_text=on_text,
+    message = NewMessage(
+        external_id=external_id or f"turn-{uuid4().hex}",
+        role="user",
+        content=text,
+        created_at=stamp,
     )
+    stored = await asyncio.to_thread(store_user_message, deps, user_id, message)
+    request = TurnRequest(
+        user_id=user_id, rows=[stored.row], text=text, parts=parts or [], on_text=on_text,
+        now_iso=stamp,
+    )  # fmt: skip
+    return await answer_stored(graph, deps, request)
 
 
 async def run_turn(
