@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 from uuid import uuid4
 
 from langchain_core.messages import AIMessageChunk
@@ -220,30 +220,34 @@ async def stream_turn(
     return state
 
 
+class TurnOptions(TypedDict, total=False):
+    """What a command-line turn may set: its moment, the message's external id (a fresh
+    `turn-…` id if None), its media parts, and `on_text` to see the answer while written."""
+
+    now_iso: str | None
+    external_id: str | None
+    parts: list[dict[str, Any]] | None
+    on_text: OnText | None
+
+
 async def answer_turn(
-    graph: CompiledStateGraph,
-    deps: Deps,
-    user_id: int,
-    text: str,
-    *,
-    now_iso: str | None = None,
-    external_id: str | None = None,
-    parts: list[dict[str, Any]] | None = None,
-    on_text: OnText | None = None,
+    graph: CompiledStateGraph, deps: Deps, user_id: int, text: str, **options: Unpack[TurnOptions]
 ) -> dict[str, Any]:
     """Store the message, then answer it with the compiled response graph."""
-    moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
-    stamp = moment.isoformat(timespec="seconds")
+    now_iso = options.get("now_iso")
+    stamp = (parse_timestamp(now_iso) if now_iso else datetime.now(UTC)).isoformat(
+        timespec="seconds"
+    )
     message = NewMessage(
-        external_id=external_id or f"turn-{uuid4().hex}",
+        external_id=options.get("external_id") or f"turn-{uuid4().hex}",
         role="user",
         content=text,
         created_at=stamp,
     )
     stored = await asyncio.to_thread(store_user_message, deps, user_id, message)
     request = TurnRequest(
-        user_id=user_id, rows=[stored.row], text=text, parts=parts or [], on_text=on_text,
-        now_iso=stamp,
+        user_id=user_id, rows=[stored.row], text=text, parts=options.get("parts") or [],
+        on_text=options.get("on_text"), now_iso=stamp,
     )  # fmt: skip
     return await answer_stored(graph, deps, request)
 
@@ -254,19 +258,14 @@ async def run_turn(
     text: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
-    now_iso: str | None = None,
-    external_id: str | None = None,
-    on_text: OnText | None = None,
+    **options: Unpack[TurnOptions],
 ) -> dict[str, Any]:
     """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
     "llm_calls", ...}` (`app.views.turn_result`; `"deadline_exceeded": True` added when the
-    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). The message is
-    stored under `external_id` (a fresh `turn-…` id if None); with a checkpointer, the run
-    is checkpointed on a thread of its own; `on_text` sees the answer while it is written."""
+    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). With a
+    checkpointer, the run is checkpointed on a thread of its own."""
     graph = compile_response_graph(deps, checkpointer)
-    return await answer_turn(
-        graph, deps, user_id, text, now_iso=now_iso, external_id=external_id, on_text=on_text
-    )
+    return await answer_turn(graph, deps, user_id, text, **options)
 
 
 async def _resolved(value: T | Awaitable[T]) -> T:
