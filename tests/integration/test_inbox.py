@@ -105,3 +105,12 @@ async def test_a_group_chat_message_is_stored_once_and_never_resent(deps: Deps):
     store_answer(deps, first.row, "never sent")
     assert (await chat.receive(1, "в группе", private=False)).outcome == "duplicate"
     assert chat.resent == []
+
+
+async def test_an_edit_that_overtook_its_message_is_in_the_row_the_turn_receives(deps: Deps):
+    chat = Chat(deps)
+    held = await chat.inbox.edit(USER, USER, stored_id(USER, 1), "встреча в среду")
+    assert held is None
+    received = await chat.receive(1, "встреча во вторник")
+    assert (received.outcome, received.row["content"]) == ("stored", "встреча в среду")
+    assert deps.store.messages.by_external_id(USER, stored_id(USER, 1)) == received.row
