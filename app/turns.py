@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 from uuid import uuid4
 
 from langchain_core.messages import AIMessageChunk
@@ -33,10 +34,11 @@ from app.views import turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
-from core.records import NewMessage, parse_timestamp
+from core.records import MessageRow, NewMessage, parse_timestamp
 from core.text import valid_text
 from core.tracing import run_config, traced, user_key
 from graphs.response import build_response_graph
+from nodes.shared.questions import store_user_message
 
 T = TypeVar("T")
 
@@ -77,43 +79,58 @@ def compile_response_graph(
     return build_response_graph(deps).compile(checkpointer=checkpointer, name="response")
 
 
-async def store_user_message(
-    deps: Deps, user_id: int, text: str, external_id: str, created_at: str
-) -> int:
-    """Store the turn's message (once per external id) and return its row id."""
-    message = NewMessage(external_id=external_id, role="user", content=text, created_at=created_at)
-    rows = await asyncio.to_thread(deps.indexer.store_live, user_id, [message])
-    if rows:
-        return rows[0]["id"]
-    stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
-    assert stored is not None, "a message that was not added is stored already"
-    return stored["id"]
+@dataclass(frozen=True, kw_only=True)
+class TurnRequest:
+    """One turn over stored messages.
+
+    `rows` are the messages it answers, oldest first: the turn answers the last one (its
+    external id is also the turn's id, opened in `deps.stops` so the answer can be stopped
+    while `on_text` streams it); the earlier ones are inside `text` (`turn_text`), so the
+    context shows them only there. `parts` are the media as LangChain content blocks,
+    which the responder sees with the text."""
+
+    user_id: int
+    rows: Sequence[MessageRow]
+    text: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    on_text: OnText | None = None
+    now_iso: str | None = None
+
+
+Turn = Callable[[TurnRequest], Awaitable[dict[str, Any]]]
+"""Runs one turn; `answer_stored`'s result."""
+
+
+def turn_text(rows: Sequence[MessageRow], blocks: Mapping[str, str] | None = None) -> str:
+    """What a turn answers: each message's block (`blocks`, by external id: its text with
+    what its media said) or else its stored text, oldest first."""
+    blocks = blocks or {}
+    pieces = (blocks.get(row["external_id"], row["content"]) for row in rows)
+    return "\n\n".join(piece for piece in pieces if piece)
+
+
+def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None = None) -> Turn:
+    """The response graph compiled once (not per turn), answering each request."""
+    graph = compile_response_graph(deps, checkpointer)
+
+    async def turn(request: TurnRequest) -> dict[str, Any]:
+        return await answer_stored(graph, deps, request)
+
+    return turn
 
 
 @traced("turn")
 async def answer_stored(
-    graph: CompiledStateGraph,
-    deps: Deps,
-    user_id: int,
-    message_id: int,
-    text: str,
-    *,
-    external_id: str,
-    now_iso: str | None = None,
-    parts: list[dict[str, Any]] | None = None,
-    group_ids: list[int] | None = None,
-    on_text: OnText | None = None,
+    graph: CompiledStateGraph, deps: Deps, request: TurnRequest
 ) -> dict[str, Any]:
-    """Run the compiled response graph on a stored message; the turn's result.
-
-    `text` is what the turn answers (the message, or a group of quick messages ending
-    with it; `group_ids` are the rows of the group's earlier messages, which the context
-    then shows only inside `text`); `parts` are its media as LangChain content blocks, which
-    the responder sees with the text (the memory-only path, having no model, works from the
-    text alone).
-    `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
-    while `on_text` streams it."""
-    text = valid_text(text)  # as the store keeps it: the checkpointer must take it too
+    """Run the compiled response graph on a request's stored messages; the turn's result.
+    The memory-only path, having no model, works from the text alone."""
+    user_id, external_id, on_text = (
+        request.user_id,
+        request.rows[-1]["external_id"],
+        request.on_text,
+    )
+    text = valid_text(request.text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
     # One thread per turn (its messages channel must not pile up across turns), named
@@ -122,13 +139,13 @@ async def answer_stored(
     config["configurable"]["thread_id"] = f"response-{user_key(user_id)}-{turn}"
     config["callbacks"] = [*config["callbacks"], usage]
     context = ResponseContext.from_settings(
-        deps.settings, user_id=user_id, now_iso=now_iso, turn_id=external_id
+        deps.settings, user_id=user_id, now_iso=request.now_iso, turn_id=external_id
     )
-    turn_input: dict[str, Any] = {"text": text, "message_id": message_id}
-    if parts:
-        turn_input["parts"] = parts
-    if group_ids:
-        turn_input["group_message_ids"] = group_ids
+    turn_input: dict[str, Any] = {"text": text, "message_id": request.rows[-1]["id"]}
+    if request.parts:
+        turn_input["parts"] = request.parts
+    if len(request.rows) > 1:
+        turn_input["group_message_ids"] = [row["id"] for row in request.rows[:-1]]
     progress = Progress()
     run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
     state = await within_deadline(deps, run, progress, turn_input, config, context)
@@ -191,33 +208,36 @@ async def stream_turn(
     return await Progress().follow(turn_states(graph, turn_input, config, context, on_text))
 
 
+class TurnOptions(TypedDict, total=False):
+    """What a command-line turn may set: its moment, the message's external id (a fresh
+    `turn-…` id if None), its media parts, and `on_text` to see the answer while written."""
+
+    now_iso: str | None
+    external_id: str | None
+    parts: list[dict[str, Any]] | None
+    on_text: OnText | None
+
+
 async def answer_turn(
-    graph: CompiledStateGraph,
-    deps: Deps,
-    user_id: int,
-    text: str,
-    *,
-    now_iso: str | None = None,
-    external_id: str | None = None,
-    parts: list[dict[str, Any]] | None = None,
-    on_text: OnText | None = None,
+    graph: CompiledStateGraph, deps: Deps, user_id: int, text: str, **options: Unpack[TurnOptions]
 ) -> dict[str, Any]:
     """Store the message, then answer it with the compiled response graph."""
-    moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
-    stamp = moment.isoformat(timespec="seconds")
-    external_id = external_id or f"turn-{uuid4().hex}"
-    message_id = await store_user_message(deps, user_id, text, external_id, stamp)
-    return await answer_stored(
-        graph,
-        deps,
-        user_id,
-        message_id,
-        text,
-        external_id=external_id,
-        now_iso=stamp,
-        parts=parts,
-        on_text=on_text,
+    now_iso = options.get("now_iso")
+    stamp = (parse_timestamp(now_iso) if now_iso else datetime.now(UTC)).isoformat(
+        timespec="seconds"
     )
+    message = NewMessage(
+        external_id=options.get("external_id") or f"turn-{uuid4().hex}",
+        role="user",
+        content=text,
+        created_at=stamp,
+    )
+    stored = await asyncio.to_thread(store_user_message, deps, user_id, message)
+    request = TurnRequest(
+        user_id=user_id, rows=[stored.row], text=text, parts=options.get("parts") or [],
+        on_text=options.get("on_text"), now_iso=stamp,
+    )  # fmt: skip
+    return await answer_stored(graph, deps, request)
 
 
 async def run_turn(
@@ -226,19 +246,14 @@ async def run_turn(
     text: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
-    now_iso: str | None = None,
-    external_id: str | None = None,
-    on_text: OnText | None = None,
+    **options: Unpack[TurnOptions],
 ) -> dict[str, Any]:
     """One turn: `{"answer", "topics", "people", "facts", "fallback", "context_tokens",
     "llm_calls", ...}` (`app.views.turn_result`; `"deadline_exceeded": True` added when the
-    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). The message is
-    stored under `external_id` (a fresh `turn-…` id if None); with a checkpointer, the run
-    is checkpointed on a thread of its own; `on_text` sees the answer while it is written."""
+    turn ran past `TOPICA_TURN_DEADLINE_S` and was answered from memory). With a
+    checkpointer, the run is checkpointed on a thread of its own."""
     graph = compile_response_graph(deps, checkpointer)
-    return await answer_turn(
-        graph, deps, user_id, text, now_iso=now_iso, external_id=external_id, on_text=on_text
-    )
+    return await answer_turn(graph, deps, user_id, text, **options)
 
 
 async def _resolved(value: T | Awaitable[T]) -> T:

@@ -14,9 +14,9 @@ after SIGINT/SIGTERM once shutdown is complete:
    and closes the stores after `run_bot` returns.
 
 Services reach handlers as the dispatcher's workflow data: `deps`,
-`settings`, `grouper`, `turn`, `worker`, `tracker`, `seen`, `inbox` (where messages and
-their edits are stored), `digester` (the media graph), `scheduler` (due reminders and
-tasks, `bot.scheduler`).
+`settings`, `grouper`, `turn` (`app.turns.make_turn`), `worker`, `tracker`, `inbox` (where
+messages and their edits are received), `digester` (the media graph), `scheduler` (due
+reminders and tasks, `bot.scheduler`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ import hmac
 import logging
 import secrets
 import signal
-from collections.abc import Sequence
-from typing import Any
 from urllib.parse import urlsplit
 
 from aiogram import Bot, Dispatcher
@@ -40,28 +38,21 @@ from aiogram.types import BotCommand
 from aiogram.utils.token import TokenValidationError, validate_token
 from aiogram.webhook.aiohttp_server import setup_application
 from aiohttp import web
-from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.inbox import Inbox
 from app.media import MediaDigester
 from app.monitoring import Check, serve_metrics
-from app.turns import OnText, answer_stored, compile_response_graph
+from app.turns import Turn, make_turn
 from app.worker import MemoryWorker
 from bot.grouping import MessageGrouper
-from bot.middlewares import (
-    AllowlistMiddleware,
-    InFlightMiddleware,
-    LanguageMiddleware,
-    SeenMessages,
-    StoreIncomingMiddleware,
-    TaskTracker,
-)
+from bot.middlewares import AllowlistMiddleware, LanguageMiddleware, StoreIncomingMiddleware
 from bot.responses import KeepResponseModels
 from bot.retry import RetryRequestMiddleware
 from bot.routers import callbacks, commands, groups, imports, messages, sources, tasks
-from bot.routers.messages import Turn, answer_unanswered
+from bot.routers.messages import answer_unanswered
 from bot.scheduler import TaskScheduler
 from bot.texts import ENGLISH, RUSSIAN
+from bot.tracking import InFlightMiddleware, TaskTracker
 from bot.webapp.api import add_webapp, serve_webapp
 from bot.webapp.telegram import set_menu_button
 from bot.webhook import ReplyingRequestHandler
@@ -103,50 +94,6 @@ def build_bot(settings: Settings) -> Bot:
     return Bot(token=token, session=session)
 
 
-def make_turn(deps: Deps, checkpointer: BaseCheckpointSaver | None) -> Turn:
-    """The response graph for a group whose messages are stored, compiled once.
-
-    The graph is compiled here, not per turn (compiling costs about half a second).
-    The turn answers the group's last message, stored already under `external_id`;
-    its row is found by that id, so nothing is stored twice. The group's earlier messages
-    (`earlier_ids`) are in `text` already, so the context leaves them out of the window.
-    Photos and voice go to the responder as image and audio parts; documents are inlined
-    in the text.
-    """
-    graph = compile_response_graph(deps, checkpointer)
-
-    async def turn(
-        user_id: int,
-        text: str,
-        *,
-        parts: list[dict[str, Any]],
-        external_id: str,
-        earlier_ids: Sequence[str] = (),
-        on_text: OnText | None = None,
-    ) -> dict[str, Any]:
-        stored = await asyncio.to_thread(deps.store.messages.by_external_id, user_id, external_id)
-        if stored is None:
-            raise LookupError(f"message {external_id} is not stored")
-        earlier = [
-            row["id"]
-            for key in earlier_ids
-            if (row := await asyncio.to_thread(deps.store.messages.by_external_id, user_id, key))
-        ]
-        return await answer_stored(
-            graph,
-            deps,
-            user_id,
-            stored["id"],
-            text,
-            external_id=external_id,
-            parts=parts,
-            group_ids=earlier,
-            on_text=on_text,
-        )
-
-    return turn
-
-
 def build_dispatcher(
     deps: Deps, settings: Settings, *, turn: Turn, worker: MemoryWorker | None = None
 ) -> Dispatcher:
@@ -157,7 +104,6 @@ def build_dispatcher(
         turn=turn,
         worker=worker,
         tracker=TaskTracker(),
-        seen=SeenMessages(),
         inbox=Inbox(deps),
         digester=MediaDigester(deps),
         pending=imports.PendingImports(),
@@ -186,7 +132,7 @@ async def on_startup(
     deps: Deps,
     settings: Settings,
     grouper: MessageGrouper,
-    seen: SeenMessages,
+    inbox: Inbox,
     turn: Turn,
     tracker: TaskTracker,
     worker: MemoryWorker | None,
@@ -198,7 +144,7 @@ async def on_startup(
     duplicate)."""
     await asyncio.to_thread(warm_up, deps)
     freeze_heap()
-    for task in await answer_unanswered(bot, deps, settings.allowed_user_ids, grouper, seen, turn):
+    for task in await answer_unanswered(bot, inbox, settings.allowed_user_ids, grouper, turn):
         tracker.track(task)
     for texts, language in ((ENGLISH, None), (RUSSIAN, "ru")):
         await bot.set_my_commands(

@@ -26,10 +26,10 @@ from aiogram.enums import ChatType, ParseMode
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import Message
 
-from bot.middlewares import external_id
 from bot.render import escape, html_to_plain, markdown_to_html, well_nested
 from bot.sending import is_parse_error
 from bot.splitting import split_message
+from bot.updates import external_id
 from core.settings import Settings
 from core.stops import GenerationStops
 

@@ -5,9 +5,9 @@ Bot API's "making requests when getting updates"), and redelivers the update whe
 response fails. Sending the answer this way makes Telegram's acknowledgement of the update
 and the answer's sending one event: a replica killed before its response is complete
 leaves no answer behind, Telegram delivers the question again, and the stored answer is
-sent then (`StoreIncomingMiddleware`); one killed after it has nothing left to do. With a
-separate `sendMessage` call there is always a moment (the call sent, its confirmation not
-yet recorded) where a kill makes the answer go out twice.
+sent then (a `resend`, `app.inbox.Inbox.receive`); one killed after it has nothing left
+to do. With a separate `sendMessage` call there is always a moment (the call sent, its
+confirmation not yet recorded) where a kill makes the answer go out twice.
 
 Only one method fits in a response, so only an answer that is one message goes this way;
 a longer one, and every answer in polling mode, is sent with calls as before.

@@ -16,8 +16,8 @@ from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
 from aiogram.types import CallbackQuery, Message
 
-from bot.middlewares import is_command
 from bot.texts import Texts
+from bot.updates import is_command
 from core.tracing import user_key
 
 log = logging.getLogger(__name__)

@@ -17,25 +17,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from aiogram import Bot, Router
 from aiogram.types import Message, MessageGenerationStopped, ReplyParameters
 from aiogram.utils.chat_action import ChatActionMiddleware
 
-from app.inbox import Inbox, chat_prefix, stored_id, telegram_message_id
+from app.inbox import Inbox, stored_id, telegram_message_id
 from app.media import MediaDigester, index_passages, keep_document, media_item
 from app.reading import ReadLimits
-from app.turns import OnText
+from app.turns import Turn, TurnRequest, turn_text
 from bot.drafts import drafts_for
 from bot.grouping import MessageGrouper
 from bot.media import PreparedGroup, describe, prepare_group
-from bot.middlewares import GroupingMiddleware, SeenMessages, external_id, is_conversation
+from bot.middlewares import GroupingMiddleware
 from bot.routers.sources import sources_button
 from bot.sending import deliver_answer
 from bot.texts import Texts, texts_for
+from bot.updates import external_id, is_conversation
 from bot.webhook import WebhookReply
 from core.deps import Deps
 from core.metrics import MESSAGE_TELEGRAM
@@ -46,51 +47,32 @@ from core.tracing import user_key
 log = logging.getLogger(__name__)
 
 
-class Turn(Protocol):
-    """One turn over a group whose messages are already stored; returns run_turn's result.
-    `on_text` sees the answer while it is written."""
-
-    async def __call__(
-        self,
-        user_id: int,
-        text: str,
-        *,
-        parts: list[dict[str, Any]],
-        external_id: str,
-        earlier_ids: Sequence[str] = (),
-        on_text: OnText | None = None,
-    ) -> dict[str, Any]: ...
-
-
 async def remember_media(
-    deps: Deps, digester: MediaDigester, user_id: int, prepared: PreparedGroup
+    deps: Deps,
+    digester: MediaDigester,
+    user_id: int,
+    prepared: PreparedGroup,
+    rows: Mapping[int, MessageRow],
 ) -> None:
     """Documents kept as memory (their vectors indexed after the answer, `index_later`);
     voice and photos turned into their messages' text (in the store and in the turn's
-    text). A failure here costs the memory of the media, never the turn."""
-    stored = {}
-    for file, _ in [*prepared.documents, *prepared.media]:
-        row = await asyncio.to_thread(
-            deps.store.messages.by_external_id, user_id, external_id(file.message)
-        )
-        if row is not None:
-            stored[file.message.message_id] = row
+    text). `rows` are the group's stored messages by Telegram message id. A failure here
+    costs the memory of the media, never the turn."""
     for file, content in prepared.documents:
-        if (row := stored.get(file.message.message_id)) is not None:
-            await asyncio.to_thread(
-                keep_document, deps, user_id, row["id"], file.name, file.mime_type, content,
-                index=False,
-            )  # fmt: skip
+        row = rows[file.message.message_id]
+        await asyncio.to_thread(
+            keep_document, deps, user_id, row["id"], file.name, file.mime_type, content,
+            index=False,
+        )  # fmt: skip
     items = [
         media_item(row["id"], file.kind, file.name, file.mime_type, data, row["content"])
         for file, data in prepared.media
-        if (row := stored.get(file.message.message_id)) is not None
-        and file.kind in ("audio", "image")
+        if file.kind in ("audio", "image") and (row := rows[file.message.message_id])
     ]
     if not items:
         return
     result = await digester.digest(user_id, items)
-    telegram_ids = {row["id"]: telegram_id for telegram_id, row in stored.items()}
+    telegram_ids = {row["id"]: telegram_id for telegram_id, row in rows.items()}
     for message_id, text in (result.get("texts") or {}).items():
         prepared.add_text(telegram_ids[message_id], text)
 
@@ -110,15 +92,19 @@ def index_later(deps: Deps, user_id: int) -> None:
 async def on_group(
     message: Message,
     group: list[Message],
+    rows: list[MessageRow],
+    elsewhere: list[MessageRow],
     bot: Bot,
     deps: Deps,
     settings: Settings,
     texts: Texts,
     turn: Turn,
     digester: MediaDigester,
-    elsewhere: list[MessageRow] | None = None,
     webhook_reply: WebhookReply | None = None,
 ) -> None:
+    """The group's files read, its media remembered, then one turn over the group and
+    the chat's unanswered messages other replicas received (`elsewhere`), in Telegram
+    order; the answer replies to the newest of them all, so it covers every one."""
     prepared = await prepare_group(
         bot,
         group,
@@ -131,89 +117,52 @@ async def on_group(
         await problem_message.reply(reply)
     if not prepared.usable:
         return
+    user_id = message.from_user.id
     try:
-        await remember_media(deps, digester, message.from_user.id, prepared)
+        by_telegram_id = {item.message_id: row for item, row in zip(group, rows, strict=True)}
+        await remember_media(deps, digester, user_id, prepared, by_telegram_id)
     except Exception:
-        log.exception("media of user %s not kept as memory", user_key(message.from_user.id))
+        log.exception("media of user %s not kept as memory", user_key(user_id))
+    ordered = sorted([*rows, *elsewhere], key=lambda row: telegram_message_id(row["external_id"]))
+    blocks = {external_id(item): prepared.blocks.get(item.message_id, "") for item in group}
+    request = TurnRequest(
+        user_id=user_id, rows=ordered, text=turn_text(ordered, blocks), parts=prepared.parts
+    )
     try:
-        await answer_group(
-            message,
-            group,
-            bot,
-            deps,
-            settings,
-            texts,
-            turn,
-            prepared,
-            elsewhere or [],
-            reply=webhook_reply,
-        )
+        async with drafts_for(bot, message, settings, deps.stops) as drafts:
+            on_text = drafts.update if drafts else None
+            result = await run_safely(turn, replace(request, on_text=on_text))
+        await deliver(bot, deps, request, result, texts, webhook_reply)
     finally:
         if prepared.documents:
-            index_later(deps, message.from_user.id)
+            index_later(deps, user_id)
 
 
-async def answer_group(
-    message: Message,
-    group: list[Message],
-    bot: Bot,
-    deps: Deps,
-    settings: Settings,
-    texts: Texts,
-    turn: Turn,
-    prepared: PreparedGroup,
-    elsewhere: Sequence[MessageRow] = (),
-    *,
-    reply: WebhookReply | None = None,
-) -> None:
-    """The turn over the group, its answer sent (streamed in a draft while written; in the
-    webhook's `reply` where it can be).
-
-    `elsewhere`: the chat's unanswered messages other replicas received; they join the
-    turn in Telegram order, and the answer replies to the newest message of them all, so
-    it covers every one (`MessageRepository.unanswered`)."""
-    ids = [external_id(item) for item in group]
-    before = [
-        row for row in elsewhere if telegram_message_id(row["external_id"]) < message.message_id
-    ]
-    after = [row for row in elsewhere if row not in before]
-    text = "\n\n".join(
-        [*(row["content"] for row in before), prepared.text, *(row["content"] for row in after)]
-    )
-    ordered = sorted([*ids, *(row["external_id"] for row in elsewhere)], key=telegram_message_id)
-    async with drafts_for(bot, message, settings, deps.stops) as drafts:
-        try:
-            result = await turn(
-                message.from_user.id,
-                text,
-                parts=prepared.parts,
-                external_id=ordered[-1],
-                earlier_ids=ordered[:-1],
-                on_text=drafts.update if drafts else None,
-            )
-        except Exception:
-            log.exception("turn failed for user %s", user_key(message.from_user.id))
-            result = None
-    await deliver(
-        bot, deps, message.from_user.id, telegram_message_id(ordered[-1]), result, texts, reply
-    )
+async def run_safely(turn: Turn, request: TurnRequest) -> dict[str, Any] | None:
+    """The turn's result, or None (logged) when it failed."""
+    try:
+        return await turn(request)
+    except Exception:
+        log.exception("turn failed for user %s", user_key(request.user_id))
+        return None
 
 
 async def deliver(
     bot: Bot,
     deps: Deps,
-    user_id: int,
-    reply_to: int,
+    request: TurnRequest,
     result: dict[str, Any] | None,
     texts: Texts,
     reply: WebhookReply | None = None,
 ) -> None:
-    """Send a turn's answer (None: the turn failed) to `user_id` as a reply in their private
-    chat (whose chat id is the user's id), with its Sources button; once sent, the answer
+    """Send a turn's answer (None: the turn failed) to its user as a reply to the newest
+    message it answers, in their private chat (whose chat id is the user's id), with its
+    Sources button; once sent, the answer
     is marked delivered in that user's store. Given the update's webhook `reply`, an
     answer that is one message goes in the webhook's response (`bot.webhook`), marked
     delivered once that is written."""
-    chat_id = user_id
+    user_id = chat_id = request.user_id
+    reply_to = telegram_message_id(request.rows[-1]["external_id"])
     if result is None:
         await bot.send_message(
             chat_id, texts.turn_failed, reply_parameters=ReplyParameters(message_id=reply_to)
@@ -235,66 +184,40 @@ async def deliver(
 
 
 async def answer_unanswered(
-    bot: Bot,
-    deps: Deps,
-    user_ids: list[int],
-    grouper: MessageGrouper,
-    seen: SeenMessages,
-    turn: Turn,
+    bot: Bot, inbox: Inbox, user_ids: list[int], grouper: MessageGrouper, turn: Turn
 ) -> list[asyncio.Task[None]]:
     """At start-up: each user's private messages that were stored but never answered (the
     bot stopped mid-turn) are answered now, as one turn, in a task each.
 
-    They are marked seen before this returns, so Telegram redelivering them once polling
-    starts is a duplicate; the turn holds the chat's turn lock, so new messages wait."""
+    They are marked seen before this returns (`Inbox.pickup`), so Telegram redelivering
+    them once polling starts is a duplicate; the turn holds the chat's turn lock, so new
+    messages wait."""
     tasks = []
     for user_id in user_ids:
-        rows = await asyncio.to_thread(
-            deps.store.messages.unanswered, user_id, chat_prefix(user_id)
-        )
+        rows = await inbox.pickup(user_id, user_id)
         if not rows:
             continue
-        for row in rows:
-            seen.add(row["external_id"])
         log.warning(
             "user %s: %d message(s) stored but never answered: answering them now",
             user_key(user_id),
             len(rows),
         )
-        tasks.append(asyncio.create_task(_answer_rows(bot, deps, user_id, rows, grouper, turn)))
+        tasks.append(asyncio.create_task(_answer_rows(bot, inbox, user_id, grouper, turn)))
     return tasks
 
 
 async def _answer_rows(
-    bot: Bot,
-    deps: Deps,
-    user_id: int,
-    rows: list[MessageRow],
-    grouper: MessageGrouper,
-    turn: Turn,
+    bot: Bot, inbox: Inbox, user_id: int, grouper: MessageGrouper, turn: Turn
 ) -> None:
-    texts = texts_for(None)
-    async with grouper.turn_lock(user_id), AsyncExitStack() as replicas:
-        if deps.chat_lock is not None:  # another replica may have answered them meanwhile
-            await replicas.enter_async_context(deps.chat_lock.hold(user_id))
-            rows = await asyncio.to_thread(
-                deps.store.messages.unanswered, user_id, chat_prefix(user_id)
-            )
-            if not rows:
-                return
-        last = rows[-1]["external_id"]
-        try:
-            result = await turn(
-                user_id,
-                "\n\n".join(row["content"] for row in rows),
-                parts=[],
-                external_id=last,
-                earlier_ids=[row["external_id"] for row in rows[:-1]],
-            )
-        except Exception:
-            log.exception("turn failed for user %s", user_key(user_id))
-            result = None
-        await deliver(bot, deps, user_id, telegram_message_id(last), result, texts)
+    """The user's unanswered messages answered as one turn (read again under the
+    replicas' chat lock: another replica may have answered them meanwhile)."""
+    async with grouper.turn_lock(user_id), inbox.replicas(user_id):
+        rows = await inbox.unanswered(user_id, user_id)
+        if not rows:
+            return
+        request = TurnRequest(user_id=user_id, rows=rows, text=turn_text(rows))
+        result = await run_safely(turn, request)
+        await deliver(bot, inbox.deps, request, result, texts_for(None))
 
 
 async def on_stop(event: MessageGenerationStopped, deps: Deps) -> None:

@@ -1,11 +1,11 @@
 """Store question: the turn's message is stored before anything else, whoever runs the graph.
 
-The command line and the bot store the message themselves (under its Telegram or turn id)
-and hand its row id in as `message_id`; this node then does nothing. A run that brings
-only the text, as LangGraph Studio and the SDK do, has its question stored here, first,
-as the user's conversation at the turn's moment, so its answer (stored by `finalize`,
-tied to the question's row) is never a lone answer in memory. Checkpointed like every
-node, a resumed run does not store it twice.
+The command line and the bot store the message themselves (`store_user_message`, under
+its Telegram or turn id) and hand its row id in as `message_id`; this node then does
+nothing. A run that brings only the text, as LangGraph Studio and the SDK do, has its
+question stored here, first, as the user's conversation at the turn's moment, so its
+answer (stored by `finalize`, tied to the question's row) is never a lone answer in
+memory. Checkpointed like every node, a resumed run does not store it twice.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from core.deps import Deps
 from core.records import NewMessage
 from core.state import ResponseState
 from nodes.shared.clock import turn_moment
+from nodes.shared.questions import store_user_message
 
 
 def make_store_question(deps: Deps):
@@ -33,7 +34,7 @@ def make_store_question(deps: Deps):
             content=state["text"],
             created_at=turn_moment(context).isoformat(timespec="seconds"),
         )
-        rows = await asyncio.to_thread(deps.indexer.store_live, context.user_id, [message])
-        return {"message_id": rows[0]["id"]}
+        stored = await asyncio.to_thread(store_user_message, deps, context.user_id, message)
+        return {"message_id": stored.row["id"]}
 
     return store_question

@@ -29,6 +29,7 @@ from aiogram import Bot, Dispatcher
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from app.turns import TurnRequest
 from app.worker import MemoryWorker
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling, run_webhook
 from bot.render import html_to_plain, markdown_to_html
@@ -103,18 +104,16 @@ async def start_bot(make_deps: Callable[..., Deps]) -> AsyncIterator[Callable[..
         real_turn = make_turn(deps, checkpointer)
         turns: list[dict[str, Any]] = []
 
-        async def recorded_turn(user_id, text, *, parts, external_id, earlier_ids=(), on_text=None):
-            record = {"user_id": user_id, "text": text, "parts": parts, "external_id": external_id}
+        async def recorded_turn(request: TurnRequest) -> dict[str, Any]:
+            record = {
+                "user_id": request.user_id,
+                "text": request.text,
+                "parts": request.parts,
+                "external_id": request.rows[-1]["external_id"],
+            }
             turns.append(record)
             record["started"] = time.monotonic()
-            record["result"] = await real_turn(
-                user_id,
-                text,
-                parts=parts,
-                external_id=external_id,
-                earlier_ids=earlier_ids,
-                on_text=on_text,
-            )
+            record["result"] = await real_turn(request)
             record["finished"] = time.monotonic()
             return record["result"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiogram import Dispatcher
 
-from app.turns import OnText
+from app.turns import TurnRequest
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling
 from core.deps import Deps
 from tests.support.bot_api_server import FakeBotAPI, FakeUser
@@ -80,25 +80,13 @@ async def running_bot(
         real_turn = make_turn(deps, None)
         turns: list[TurnRecord] = []
 
-        async def recorded_turn(
-            user_id: int,
-            text: str,
-            *,
-            parts: list[dict[str, Any]],
-            external_id: str,
-            earlier_ids: Sequence[str] = (),
-            on_text: OnText | None = None,
-        ) -> dict[str, Any]:
-            record = TurnRecord(user_id, external_id, started=time.monotonic(), text=text)
-            turns.append(record)
-            record.result = await real_turn(
-                user_id,
-                text,
-                parts=parts,
-                external_id=external_id,
-                earlier_ids=earlier_ids,
-                on_text=on_text,
+        async def recorded_turn(request: TurnRequest) -> dict[str, Any]:
+            external_id = request.rows[-1]["external_id"]
+            record = TurnRecord(
+                request.user_id, external_id, started=time.monotonic(), text=request.text
             )
+            turns.append(record)
+            record.result = await real_turn(request)
             record.finished = time.monotonic()
             return record.result
 
