@@ -1,11 +1,12 @@
 """Moving a deployment over: every relational row of a SQLite store copied into PostgreSQL.
 
 Rows keep their ids, so a shared Chroma server's vectors (keyed by record id) stay valid;
-with a local Chroma, `topica reindex` rebuilds them on the new side. Each table is copied
-in one transaction, parents before children; the target must be empty (copying twice
-would double nothing, but would hide a mistake), and after the copy each table's row
-count is compared on both sides. LangGraph checkpoints are not copied: a run in flight
-starts again from its messages, which are.
+with a local Chroma, `topica reindex` rebuilds them on the new side. All tables are copied
+in one transaction, parents before children, so a copy stopped part-way (killed, the
+connection lost) leaves the target as empty as it was and can simply be run again; the
+target must be empty (copying twice would double nothing, but would hide a mistake), and
+after the copy each table's row count is compared on both sides. LangGraph checkpoints
+are not copied: a run in flight starts again from its messages, which are.
 """
 
 from __future__ import annotations
@@ -57,17 +58,17 @@ def copy_store(
     target: RelationalStore,
     progress: Callable[[str, int], None] | None = None,
 ) -> list[CopiedTable]:
-    """Copy every row of `source` into the empty `target`; each table's counts compared."""
+    """Copy every row of `source` into the empty `target` in one transaction (all or
+    nothing); each table's counts compared."""
     busy = [table for table in TABLES if _count(target, table)]
     if busy:
         raise StoreError(f"the target store is not empty (rows in {', '.join(busy)})")
-    for table in TABLES:
-        columns = [row[1] for row in source.db.rows(f"PRAGMA table_info({table})")]
-        rows = source.db.rows(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
-        statement = (
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-        )
-        with target.db.transaction() as db:
+    with target.db.transaction() as db:
+        for table in TABLES:
+            columns = [row[1] for row in source.db.rows(f"PRAGMA table_info({table})")]
+            rows = source.db.rows(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
+            marks = ", ".join("?" for _ in columns)
+            statement = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
             for start in range(0, len(rows), BATCH):
                 db.executemany(statement, [tuple(row) for row in rows[start : start + BATCH]])
                 if progress is not None:

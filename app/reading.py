@@ -6,7 +6,9 @@ lower priority under a CPU-time limit (`RLIMIT_CPU`) and an address-space limit
 (`RLIMIT_AS`), the caller kills it past a wall-clock limit or when its turn is
 cancelled, and before any page is parsed the document is refused past a page count or a
 total of decompressed content-stream bytes (pages that share one stream count it once
-per page: parsing costs per page). Nothing of a read outlives the call. Text documents
+per page: parsing costs per page). Nothing of a read outlives the call, and
+`stop_readers()` (at shutdown) kills every worker at once and refuses reads until
+`resume_readers()`, so no read holds a stopping process up. Text documents
 are decoded in the caller: BOM first, then UTF-8, then the encoding charset-normalizer
 detects; bytes that are no text are refused as binary.
 
@@ -37,6 +39,30 @@ BOMS = (
 )
 CONTROL_SHARE = 0.05
 """Text with more control characters than this (tabs and line ends aside) is binary."""
+
+
+_workers: set[asyncio.subprocess.Process] = set()
+_stopped = False
+
+
+def stop_readers() -> int:
+    """Kill every worker reading now and refuse reads until `resume_readers()`; the
+    reads cut short raise `too_complex`. Returns how many workers were killed."""
+    global _stopped
+    _stopped = True
+    killed = 0
+    for process in list(_workers):
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+                killed += 1
+    return killed
+
+
+def resume_readers() -> None:
+    """Accept reads again (a process that starts serving after a stop)."""
+    global _stopped
+    _stopped = False
 
 
 class DocumentUnreadable(ValueError):
@@ -85,7 +111,10 @@ async def read_document(
 
 
 async def read_pdf(data: bytes, limits: ReadLimits) -> str:
-    """A PDF's text from a worker process that is killed past `limits` or on cancel."""
+    """A PDF's text from a worker process that is killed past `limits`, on cancel or by
+    `stop_readers()`."""
+    if _stopped:
+        raise DocumentUnreadable("too_complex", "reading stopped: shutting down")
     arguments = [
         str(limits.cpu_s),
         str(limits.memory_mb),
@@ -102,6 +131,9 @@ async def read_pdf(data: bytes, limits: ReadLimits) -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
+    _workers.add(process)
+    if _stopped:  # stopped while the worker started
+        process.kill()
     try:
         output, _ = await asyncio.wait_for(process.communicate(data), limits.timeout_s)
     except TimeoutError:
@@ -111,10 +143,13 @@ async def read_pdf(data: bytes, limits: ReadLimits) -> str:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await asyncio.shield(process.wait())
+        _workers.discard(process)
     return _worker_result(process.returncode, output)
 
 
 def _worker_result(returncode: int | None, output: bytes) -> str:
+    if returncode == -signal.SIGKILL and _stopped:
+        raise DocumentUnreadable("too_complex", "reading stopped: shutting down")
     if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         raise DocumentUnreadable("too_complex", "CPU-time limit reached")
     try:

@@ -6,7 +6,8 @@ after SIGINT/SIGTERM once shutdown is complete:
 
 1. updates stop arriving (polling stops / the webhook server closes);
 2. open message groups are closed at once and their turns run;
-3. in-flight turns and memory runs get `shutdown_timeout_s` to finish;
+3. document reads are stopped at once (their senders are told), and in-flight turns
+   and memory runs get `shutdown_timeout_s` to finish;
 4. in polling mode, the updates handled are confirmed to Telegram, so a
    restart does not receive them again (a redelivered message would be
    recognised as stored and skipped anyway);
@@ -42,6 +43,7 @@ from aiohttp import web
 from app.inbox import Inbox
 from app.media import MediaDigester
 from app.monitoring import Check, serve_metrics
+from app.reading import resume_readers, stop_readers
 from app.turns import Turn, make_turn
 from app.worker import MemoryWorker
 from bot.grouping import MessageGrouper
@@ -138,10 +140,11 @@ async def on_startup(
     worker: MemoryWorker | None,
     scheduler: TaskScheduler,
 ) -> None:
-    """The services warmed up (`warm_up`) and the heap frozen (`freeze_heap`), then
-    commands menus, the memory worker, the task scheduler, and the turns a stopped bot
-    left unanswered (before the first update is received, so a redelivery of theirs is a
-    duplicate)."""
+    """Document reads accepted, the services warmed up (`warm_up`) and the heap frozen
+    (`freeze_heap`), then commands menus, the memory worker, the task scheduler, and the
+    turns a stopped bot left unanswered (before the first update is received, so a
+    redelivery of theirs is a duplicate)."""
+    resume_readers()
     await asyncio.to_thread(warm_up, deps)
     freeze_heap()
     for task in await answer_unanswered(bot, inbox, settings.allowed_user_ids, grouper, turn):
@@ -196,6 +199,8 @@ async def on_shutdown(
     )
     gc.unfreeze()
     grouper.flush()
+    if killed := stop_readers():
+        log.info("stopped %d document read(s)", killed)
     timeout = settings.shutdown_timeout_s
     stop_worker = worker.stop(timeout) if worker is not None else asyncio.sleep(0)
     late, _ = await asyncio.gather(tracker.wait(timeout), stop_worker)

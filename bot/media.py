@@ -67,6 +67,8 @@ class PreparedGroup:
     usable: bool = False
     """Anything to answer: text, a caption, a sticker, a readable file."""
     parts: list[dict[str, Any]] = field(default_factory=list)
+    """Photos as content blocks for the responder; never audio, which a text model cannot
+    take: a voice reaches it as its transcript, or as its label if nobody transcribed it."""
     problems: list[tuple[Message, str]] = field(default_factory=list)
     """(message, reply) for files that could not be used."""
     documents: list[tuple[IncomingFile, str]] = field(default_factory=list)
@@ -240,7 +242,10 @@ async def prepare_group(
             log.warning("download of %s failed: %r", file.name, data)
             prepared.problems.append((file.message, texts.download_failed.format(name=file.name)))
             continue
-        if file.kind in ("image", "audio"):
+        if file.kind == "audio":  # the responder reads its transcript or its label
+            prepared.media.append((file, data))
+            continue
+        if file.kind == "image":
             prepared.media.append((file, data))
             prepared.parts.append(
                 {
@@ -274,7 +279,7 @@ async def prepare_group(
             prepared.blocks[message.message_id] = block
     prepared.text = "\n\n".join(prepared.blocks.values())
     prepared.usable = bool(
-        prepared.parts
+        prepared.media
         or inlined
         or any(message.text or message.caption or message.sticker for message in messages)
     )

@@ -201,6 +201,19 @@ def valid_reply(reply: AIMessage) -> AIMessage:
     return reply.model_copy(update=changed) if changed else reply
 
 
+CHARS_PER_TOKEN_BOUND = 16
+"""A reply's text is cut past this many characters per token of the agent's `max_tokens`:
+far more than any tokenizer's average, so only a model that ignores the token limit (a
+broken or hostile endpoint) meets it."""
+
+
+def within_bound(reply: AIMessage, max_chars: int) -> tuple[AIMessage, bool]:
+    """The reply with its text cut at `max_chars`, and whether it was cut."""
+    if not isinstance(reply.content, str) or len(reply.content) <= max_chars:
+        return reply, False
+    return reply.model_copy(update={"content": reply.content[:max_chars]}), True
+
+
 Request = Sequence[BaseMessage] | Callable[[], Awaitable[Sequence[BaseMessage]]]
 """The messages to send, or an async function building them (only called when the agent
 has a model, so the non-LLM path never pays for reading its material)."""
@@ -221,7 +234,9 @@ async def call_agent(
 ) -> AgentReply[T] | AgentFallback:
     """Ask `agent`'s model; `bind` prepares it (tools, response format), `parse` reads the
     reply (raising `LLMOutputError` for an unusable one). `timeout_s` bounds the call; the
-    reply's tokens are bounded by the agent's `max_tokens` setting.
+    reply's tokens are bounded by the agent's `max_tokens` setting, asked of the endpoint
+    and enforced here (`CHARS_PER_TOKEN_BOUND`): a longer reply is cut and counts as
+    stopped.
 
     With `force_tool` (instead of `bind`) the model must call that tool, asked for by the
     strongest mechanism the endpoint honours; a call written as content is repaired into
@@ -248,13 +263,16 @@ async def call_agent(
         messages = arguments_request(force_tool, messages)
     started = time.monotonic()
     reply: AIMessage | None = None
+    max_chars = settings.max_tokens_for(agent) * CHARS_PER_TOKEN_BOUND
     try:
         if stop is None:
             reply, stopped = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s), False
         else:
             reply, stopped = await asyncio.wait_for(
-                stream_reply(runnable, messages, stop), timeout_s
+                stream_reply(runnable, messages, stop, max_chars), timeout_s
             )
+        reply, cut = within_bound(reply, max_chars)
+        stopped = stopped or cut
         reply, outcome, repaired = forced_outcome(
             checkpointable(valid_reply(reply)), force_tool, mechanism
         )
@@ -295,26 +313,35 @@ def forced_outcome(
 
 
 async def stream_reply(
-    runnable: Runnable, messages: Sequence[BaseMessage], stop: asyncio.Event
+    runnable: Runnable,
+    messages: Sequence[BaseMessage],
+    stop: asyncio.Event,
+    max_chars: int | None = None,
 ) -> tuple[AIMessage, bool]:
-    """The reply read as a stream, and whether `stop` cut it short.
+    """The reply read as a stream, and whether `stop` or `max_chars` cut it short.
 
     When `stop` is set the stream is closed at once (the provider stops generating on the
     closed connection) and the reply is the text written so far, without any half-written
     tool call: every token reported to the run's callbacks, so nothing the user may have
-    seen in LangGraph's `messages` stream is missing from it."""
+    seen in LangGraph's `messages` stream is missing from it. Past `max_chars` of text the
+    stream is closed the same way, whatever rate the tokens come at."""
     if stop.is_set():
         return AIMessage(""), True
     chunks: list[AIMessageChunk] = []
     written = WrittenSoFar()
     config = merge_configs(ensure_config(), {"callbacks": [written]})
 
-    async def read() -> None:
+    async def read() -> bool:
         # Closed explicitly: a cancelled reader would otherwise leave the stream (and the
         # provider's connection) open until the garbage collector finds it.
+        length = 0
         async with contextlib.aclosing(runnable.astream(messages, config)) as stream:
             async for chunk in stream:
                 chunks.append(chunk)
+                length += len(chunk.text)
+                if max_chars is not None and length > max_chars:
+                    return True
+        return False
 
     reading = asyncio.ensure_future(read())
     stopping = asyncio.ensure_future(stop.wait())
@@ -328,7 +355,8 @@ async def stream_reply(
                 await reading
     if reading.cancelled():
         return AIMessage(written.text), True
-    reading.result()  # a provider failure surfaces here
+    if reading.result():  # a provider failure surfaces here
+        return AIMessage(written.text[:max_chars]), True
     whole = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
     return message_chunk_to_message(whole), False
 

@@ -21,7 +21,7 @@ from langchain_core.tools import tool
 from cli.main import main
 from core.models import ModelRegistry
 from core.settings import Settings
-from nodes.shared.agent import LEDGER, AgentReply, call_agent
+from nodes.shared.agent import CHARS_PER_TOKEN_BOUND, LEDGER, AgentReply, call_agent
 from tests.support.openai_server import ScriptedOpenAI, reply, respond, tool_call
 
 COUNTING = " ".join(str(number) for number in range(1, 400))
@@ -187,3 +187,25 @@ async def test_each_call_is_bounded_in_the_field_the_endpoint_reads(field, sent,
         await call_agent(models, "reranker", [HumanMessage("hi")], user_id=1)
         body = server.chat_requests[0].json_body
     assert body[sent] == 77 and absent not in body
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_a_model_ignoring_its_token_limit_is_cut_at_the_bound(streamed: bool) -> None:
+    endless = " ".join(f"word{index}" for index in range(40_000))  # about 300 KB
+    async with ScriptedOpenAI() as server:
+        server.script(reply(endless, pace_s=0.001 if streamed else 0))  # a token a millisecond
+        models = registry(server, reranker_max_tokens=50)
+        result = await call_agent(
+            models,
+            "reranker",
+            [HumanMessage("hi")],
+            user_id=1,
+            stop=asyncio.Event() if streamed else None,
+        )
+        streams = server.streams
+    bound = 50 * CHARS_PER_TOKEN_BOUND
+    assert isinstance(result, AgentReply) and result.stopped, "cut, so marked partial"
+    assert result.value == endless[:bound]
+    if streamed:
+        [stream] = streams
+        assert not stream.completed and stream.chunks_sent < stream.chunks_total / 4

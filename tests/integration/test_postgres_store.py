@@ -303,6 +303,33 @@ def test_copy_refuses_a_target_that_is_not_empty(store_engine: str, tmp_path: Pa
         target.close()
 
 
+def test_a_copy_stopped_part_way_leaves_nothing_and_runs_again(
+    store_engine: str, tmp_path: Path
+) -> None:
+    source = RelationalStore(tmp_path / "topica.sqlite3")
+    target = RelationalStore(database())
+
+    def stop_at_messages(table: str, _rows: int) -> None:
+        if table == "messages":
+            raise KeyboardInterrupt  # as a Ctrl-C part-way, after users and topics
+
+    try:
+        source.messages.add(1, new_messages([("user", "a"), ("assistant", "b")]))
+        with pytest.raises(KeyboardInterrupt):
+            copy_store(source, target, progress=stop_at_messages)
+        assert all(_rows(target, table) == 0 for table in ("users", "topics", "messages"))
+        copied = copy_store(source, target)
+        assert all(table.verified for table in copied)
+        assert _rows(target, "messages") == 2
+    finally:
+        source.close()
+        target.close()
+
+
+def _rows(store: RelationalStore, table: str) -> int:
+    return store.db.rows(f"SELECT count(*) FROM {table}")[0][0]
+
+
 def test_a_schema_name_that_is_not_one_is_refused(store_engine: str) -> None:
     with pytest.raises(StoreError, match="not a schema name"):
         database("public; DROP TABLE users; --")
