@@ -133,6 +133,15 @@ DELIVERIES = """
     );
     """
 
+CONVERSATION_TITLES = """
+    CREATE TABLE conversation_titles (
+        user_id {integer} NOT NULL,
+        conversation TEXT NOT NULL,
+        title TEXT NOT NULL,
+        PRIMARY KEY (user_id, conversation)
+    );
+    """
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole first schema.
     """
@@ -372,4 +381,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 12: scheduled tasks and reminders (`stores.relational.tasks`), their runs, and each
     # user's time zone.
     task_tables("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER"),
+    # 13: the title of each imported conversation (a ChatGPT conversation, a Telegram
+    # chat), keyed by its messages' external id prefix (`SessionRepository.titles`).
+    CONVERSATION_TITLES.format(integer="INTEGER"),
 )

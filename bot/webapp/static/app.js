@@ -106,6 +106,7 @@ async function timeline(query = {}) {
       on: { click: (event) => { event.preventDefault(); guarded(() => topicPage(topic.id)); } } })),
     el("p", { class: "muted", textContent:
       `${day(topic.first_message_at)} – ${day(topic.last_message_at)} · ${topic.message_count} ${T.messages}` }),
+    topic.conversations.length ? el("p", { class: "muted", textContent: `↳ ${topic.conversations.join("; ")}` }) : null,
   )) : el("p", { class: "muted", textContent: T.nothing }));
 }
 
