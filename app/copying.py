@@ -33,6 +33,7 @@ TABLES: tuple[str, ...] = (
     "stale_topics",
     "vector_pending",
     "vector_index",
+    "conversation_titles",
 )
 """Every table of the store, parents first (messages point at topics, answers at
 messages, passages at attachments)."""

@@ -1,5 +1,6 @@
-"""Chat histories from other apps become memory: people first, then the messages through
-the same path as a saved session (stored all or nothing, indexed, archived at once).
+"""Chat histories from other apps become memory: people and conversation titles first,
+then the messages through the same path as a saved session (stored all or nothing,
+indexed, archived at once).
 
 A failed import stores no message of it; running it again resumes: what was stored is
 skipped by its namespaced id and what is unarchived is archived.
@@ -55,6 +56,7 @@ async def import_history(
     """Store and archive an export's messages for `user_id`; `ingest`'s report plus
     `import`: the chats, dates, people and what was skipped by reason."""
     people = await asyncio.to_thread(remember_people, deps, user_id, list(history.people.values()))
+    await asyncio.to_thread(deps.store.sessions.set_titles, user_id, history.titles())
     summary = history.summary() | {"people_added": people}
     report = await ingest(
         deps, history.in_time_order(), user_id, checkpointer=checkpointer, progress=progress

@@ -34,8 +34,15 @@ if TYPE_CHECKING:
     from stores.relational.tasks import TaskRow
 
 
+TaskAction = Literal["pause", "resume", "cancel"]
+
+
 class TaskError(ValueError):
     """A task that does not exist (for this user) or cannot change as asked."""
+
+
+class NoSuchTask(TaskError):
+    """No task of this id belongs to the user."""
 
 
 @cache
@@ -80,7 +87,7 @@ def change_task(
     deps: Deps,
     user_id: int,
     task_id: int,
-    action: Literal["pause", "resume", "cancel"],
+    action: TaskAction,
     now: datetime | None = None,
 ) -> TaskRow:
     """Pause, resume or cancel one of the user's tasks. A resumed recurring task runs next
@@ -88,7 +95,7 @@ def change_task(
     store = deps.store.tasks
     task = store.get(user_id, task_id)
     if task is None:
-        raise TaskError(f"no task {task_id}")
+        raise NoSuchTask(f"no task {task_id}")
     if task["state"] in ("done", "cancelled"):
         raise TaskError(f"task {task_id} is {task['state']}")
     if action == "cancel":

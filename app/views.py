@@ -29,6 +29,7 @@ def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dic
         user_id, [i for topic in topics for i in (topic["start_msg_id"], topic["end_msg_id"])]
     )
     external = {row["id"]: row["external_id"] for row in bounds}
+    titles = store.sessions.titles(user_id)
     return [
         {
             "id": topic["id"],
@@ -40,9 +41,17 @@ def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dic
             "first_message_at": topic["first_message_at"],
             "last_message_at": topic["last_message_at"],
             "message_ids": members[topic["id"]],
+            "conversations": conversations_of(members[topic["id"]], titles),
         }
         for topic in topics
     ]
+
+
+def conversations_of(external_ids: Sequence[str], titles: Mapping[str, str]) -> list[str]:
+    """The titles of the imported conversations these messages came from, first seen first
+    (a message's conversation key is its external id less the last `:` part)."""
+    keys = dict.fromkeys(external_id.rsplit(":", 1)[0] for external_id in external_ids)
+    return [titles[key] for key in keys if key in titles]
 
 
 def export_user(deps: Deps, user_id: int) -> dict[str, Any]:

@@ -50,7 +50,9 @@ def topics_table(views: Sequence[dict[str, Any]], title: str) -> Table:
             message_range(view["start_msg_id"], view["end_msg_id"]),
             str(view["message_count"]),
             view["first_message_at"][:10],
-            view["summary"],
+            "\n".join(
+                [view["summary"], *(f"↳ {title}" for title in view.get("conversations", []))]
+            ),
         )
     return table
 

@@ -1,6 +1,6 @@
 """The Mini App's HTTP side: its page and static files, and a JSON API over the
 application services (`app.browsing` to read, `app.editing` and `app.forgetting` to
-write), mounted under `/webapp` on an aiohttp application.
+write, `app.tasks` for scheduled tasks), mounted under `/webapp` on an aiohttp application.
 
 Every API request carries `Authorization: tma <initData>`; anything but a valid,
 fresh signature of an allowed user gets a bare 401. The user id comes from the signed
@@ -15,12 +15,21 @@ import json
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from aiohttp import web
 
 from app import browsing, editing
 from app.forgetting import forget
+from app.tasks import (
+    NoSuchTask,
+    TaskAction,
+    TaskError,
+    change_task,
+    list_tasks,
+    task_view,
+    user_timezone,
+)
 from app.views import export_user
 from bot.webapp.auth import WebAppUser, validate_init_data
 from core.deps import Deps
@@ -61,10 +70,12 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
                 raise web.HTTPUnauthorized()
             request[USER] = user
         response = await handler(request)
-    except StoreError:
+    except (StoreError, NoSuchTask):
         response = web.json_response({"error": "not found"}, status=404)
     except BadInput as error:
         response = web.json_response({"error": str(error)}, status=400)
+    except TaskError as error:
+        response = web.json_response({"error": str(error)}, status=409)
     except web.HTTPException as error:
         response = web.Response(status=error.status, headers=error.headers)
     response.headers.update(SECURITY_HEADERS)
@@ -180,6 +191,25 @@ async def answers(request: web.Request) -> web.Response:
     return await run(request, browsing.recent_answers)
 
 
+async def tasks(request: web.Request) -> web.Response:
+    return await run(request, list_tasks)
+
+
+TASK_ACTIONS: tuple[str, ...] = get_args(TaskAction)
+
+
+def changed_task(deps: Deps, user_id: int, task_id: int, action: TaskAction) -> dict[str, Any]:
+    """Pause, resume or cancel the user's task; the task as the Tasks view shows it."""
+    return task_view(change_task(deps, user_id, task_id, action), user_timezone(deps, user_id))
+
+
+async def change(request: web.Request) -> web.Response:
+    action = request.match_info["action"]
+    if action not in TASK_ACTIONS:
+        raise BadInput(f"the action must be one of {', '.join(TASK_ACTIONS)}")
+    return await run(request, changed_task, item_id(request), action)
+
+
 async def export(request: web.Request) -> web.Response:
     response = await run(request, export_user)
     response.headers["Content-Disposition"] = 'attachment; filename="topica-export.json"'
@@ -209,6 +239,8 @@ def api_routes() -> list[tuple[str, str, Handler]]:
         ("DELETE", "/people/{id}", forgetting("person")),
         ("POST", "/forget-all", forget_all),
         ("GET", "/answers", answers),
+        ("GET", "/tasks", tasks),
+        ("POST", "/tasks/{id}/{action}", change),
         ("GET", "/export", export),
     ]
 

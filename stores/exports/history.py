@@ -38,6 +38,10 @@ class Person:
     names: list[str] = field(default_factory=list)
 
 
+ID_PREFIXES = {"telegram": "tg", "chatgpt": "chatgpt"}
+"""Each source's prefix of its message ids: `<prefix>:<chat>:<message>`."""
+
+
 @dataclass
 class ImportedHistory:
     source: str
@@ -50,6 +54,11 @@ class ImportedHistory:
         person = self.people.setdefault(source_id, Person(source_id))
         if name and name not in person.names:
             person.names.append(name)
+
+    def titles(self) -> dict[str, str]:
+        """Each named chat's title by its conversation key, its messages' id prefix."""
+        prefix = ID_PREFIXES[self.source]
+        return {f"{prefix}:{chat.id}": chat.name for chat in self.chats if chat.name.strip()}
 
     def in_time_order(self) -> list[NewMessage]:
         return sorted(self.messages, key=lambda message: message["created_at"])

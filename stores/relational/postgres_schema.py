@@ -12,7 +12,7 @@ token count for BM25's length normalisation, under a GIN index on `(user_id, tsv
 
 from __future__ import annotations
 
-from stores.relational.schema import task_tables
+from stores.relational.schema import CONVERSATION_TITLES, task_tables
 
 
 def _searchable(column: str) -> str:
@@ -208,6 +208,8 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE messages ADD CONSTRAINT messages_kind_check CHECK (kind IN
         ('conversation', 'memory_only_answer', 'command', 'media_description', 'task'));
     """,
+    # 7: imported conversations' titles (SQLite's migration 14).
+    CONVERSATION_TITLES.format(integer="bigint"),
 )
 
 SET_UP = """

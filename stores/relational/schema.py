@@ -133,6 +133,15 @@ DELIVERIES = """
     );
     """
 
+CONVERSATION_TITLES = """
+    CREATE TABLE conversation_titles (
+        user_id {integer} NOT NULL,
+        conversation TEXT NOT NULL,
+        title TEXT NOT NULL,
+        PRIMARY KEY (user_id, conversation)
+    );
+    """
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole first schema.
     """
@@ -383,4 +392,7 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE type = 'table' AND name = 'messages';
     PRAGMA writable_schema = RESET;
     """,
+    # 14: the title of each imported conversation (a ChatGPT conversation, a Telegram
+    # chat), keyed by its messages' external id prefix (`SessionRepository.titles`).
+    CONVERSATION_TITLES.format(integer="INTEGER"),
 )

@@ -1,4 +1,5 @@
-"""Users, their conversation segments (`/new`) and each segment's rolling summary (seed 003)."""
+"""Users, their conversation segments (`/new`), each segment's rolling summary (seed 003)
+and the titles of imported conversations."""
 
 from __future__ import annotations
 
@@ -78,3 +79,22 @@ class SessionRepository(Repository):
                 ),
             )
         return row
+
+    def set_titles(self, user_id: int, titles: dict[str, str]) -> None:
+        """Keep each conversation's title by its key (its messages' external id prefix,
+        `chatgpt:<id>`); a title given again replaces the old one."""
+        with self._db.transaction() as db:
+            for conversation, title in titles.items():
+                db.execute(
+                    "INSERT INTO conversation_titles (user_id, conversation, title) "
+                    "VALUES (?, ?, ?) ON CONFLICT (user_id, conversation) "
+                    "DO UPDATE SET title = excluded.title",
+                    (user_id, conversation, title),
+                )
+
+    def titles(self, user_id: int) -> dict[str, str]:
+        """The user's imported conversations' titles by conversation key."""
+        rows = self._db.rows(
+            "SELECT conversation, title FROM conversation_titles WHERE user_id = ?", (user_id,)
+        )
+        return {row[0]: row[1] for row in rows}

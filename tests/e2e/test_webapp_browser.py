@@ -1,7 +1,8 @@
 """The Mini App in a real browser: headless Chromium (Debian's `chromium` and
 `chromium-driver`, driven by Selenium with the system driver, nothing downloaded) at a
 phone's size opens the page with a signed initData, reads the timeline and a topic, edits
-a fact, deletes a person, and `topica export` shows both changes. A screenshot of each
+a fact, deletes a person, pauses and cancels a task, and `topica export` and
+`topica tasks list` show the changes. A screenshot of each
 view goes to `test-output/miniapp/` for a person to look at.
 """
 
@@ -100,8 +101,21 @@ def drive(url: str, seeded: Seeded) -> None:
 
         tab("answers", ".answer")
         shot("7-answers")
+        tab("tasks", ".task")
+        task = driver.find_element(By.CSS_SELECTOR, ".task")
+        task.find_element(By.XPATH, ".//button[text()='Пауза']").click()
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".task"), "на паузе"))
+        assert "Следующий запуск: 2027-04-06 09:00 UTC" in task.text
+        shot("8-tasks-paused")
+        cancel = task.find_element(By.CSS_SELECTOR, "button.danger")
+        cancel.click()
+        cancel.click()  # the second tap confirms
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".task"), "отменена"))
+        assert task.find_elements(By.TAG_NAME, "button") == []
+        assert "Следующий запуск" not in task.text and "null" not in task.text
+        shot("9-tasks-cancelled")
         tab("more", ".card button")
-        shot("8-forget-export")
+        shot("10-forget-export")
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == [], errors
     except Exception:
@@ -136,3 +150,7 @@ async def test_mini_app_in_a_phone_sized_browser(make_deps, tmp_path, capsys) ->
     assert [p["name"] for p in exported["people"]] == ["Annaalpha"]
     edits = [h for h in exported["fact_history"] if h["action"] == "update"]
     assert edits[-1]["reason"] == "edited by the user"
+    argv = ["tasks", "list", "--json", "--data-dir", str(data_dir), "--user", str(USER)]
+    assert await asyncio.to_thread(main, argv) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(t["id"], t["state"]) for t in listed] == [(seeded.task_id, "cancelled")]

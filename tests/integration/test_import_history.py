@@ -96,6 +96,14 @@ def test_another_users_import_never_touches_the_first(imported, tmp_path: Path) 
         "Sourdough",
         "Porto trip",
     ]
+    code, out, _ = run("topics", "--user", "8", "--data-dir", str(data), "--json")
+    titles = [title for topic in json.loads(out) for title in topic["conversations"]]
+    assert code == 0 and sorted(titles) == ["Porto trip", "Sourdough"]
+    code, out, _ = run("topics", "--user", "8", "--data-dir", str(data))
+    assert "↳ Sourdough" in out and "↳ Porto trip" in out
+    code, out, _ = run("topics", "--user", "7", "--data-dir", str(data), "--json")
+    titles = {title for topic in json.loads(out) for title in topic["conversations"]}
+    assert titles == {"Олег", "Book club"}
     code, out, _ = run("export", "--user", "7", "--data-dir", str(data))
     assert not any(m["external_id"].startswith("chatgpt:") for m in json.loads(out)["messages"])
     code, out, _ = run("export", "--user", "8", "--data-dir", str(data))

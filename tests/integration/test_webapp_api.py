@@ -80,9 +80,13 @@ async def test_a_sees_only_their_memory(server: TestServer, users: tuple[Seeded,
     assert answer["content"] == "Nice, chess with Annaalpha"
     assert [t["id"] for t in answer["sources"]["topics"]] == [a.topic_id]
     assert [p["id"] for p in answer["sources"]["people"]] == [a.person_id]
+    _, tasks, _ = await call(server, "GET", "/tasks", tma(A))
+    assert [(t["id"], t["request"], t["state"]) for t in tasks] == [
+        (a.task_id, "Call Annaalpha", "active")
+    ]
     _, exported, headers = await call(server, "GET", "/export", tma(A))
     assert exported["user_id"] == A and "attachment" in headers["Content-Disposition"]
-    everything = json.dumps([topics, facts, people, topic, answers, exported])
+    everything = json.dumps([topics, facts, people, topic, answers, tasks, exported])
     assert "bravo" not in everything
     _, me, _ = await call(server, "GET", "/me", tma(A, language="ru"))
     assert me == {"language": "ru"}
@@ -114,7 +118,7 @@ async def test_anything_but_a_fresh_signature_of_an_allowed_user_is_401(
         "stranger": tma(STRANGER),
         "future": tma(A, age_s=-3600),
     }
-    for path in ("/topics", "/facts", "/people", "/answers", "/export", "/me"):
+    for path in ("/topics", "/facts", "/people", "/answers", "/tasks", "/export", "/me"):
         status, text, headers = await call(server, "GET", path, cases.get(auth, auth))
         assert (status, text) == (401, ""), path
         assert "Content-Security-Policy" in headers
@@ -147,6 +151,9 @@ async def test_a_never_reads_or_writes_b_records(
         ("POST", f"/people/{users[0].person_id}/merge", {"into": b.person_id}),
         ("DELETE", f"/people/{b.person_id}", None),
         ("DELETE", f"/topics/{b.topic_id}", None),
+        ("POST", f"/tasks/{b.task_id}/pause", None),
+        ("POST", f"/tasks/{b.task_id}/resume", None),
+        ("POST", f"/tasks/{b.task_id}/cancel", None),
     ]
     for method, path, payload in attempts:
         status, data, _ = await call(server, method, path, tma(A), payload)
@@ -187,6 +194,24 @@ async def test_writes_go_through_the_services(
     assert deps.store.tasks.of_user(A) == [] and len(deps.store.tasks.of_user(B)) == 1
     assert export_user(deps, B)["facts"][0]["id"] == b.fact_id
     assert (await doctor(deps, [A, B]))["consistent"]
+
+
+async def test_tasks_pause_resume_and_cancel(
+    server: TestServer, deps: Deps, users: tuple[Seeded, Seeded]
+):
+    a, b = users
+    for action, state in [("pause", "paused"), ("resume", "active"), ("cancel", "cancelled")]:
+        status, task, _ = await call(server, "POST", f"/tasks/{a.task_id}/{action}", tma(A))
+        assert (status, task["id"], task["state"]) == (200, a.task_id, state), action
+        [stored] = export_user(deps, A)["tasks"]
+        assert stored["state"] == state
+    status, refused, _ = await call(server, "POST", f"/tasks/{a.task_id}/resume", tma(A))
+    assert (status, refused) == (409, {"error": f"task {a.task_id} is cancelled"})
+    status, _, _ = await call(server, "POST", f"/tasks/{b.task_id}/launch", tma(A))
+    assert status == 400
+    status, _, _ = await call(server, "POST", f"/tasks/{a.task_id}/pause", None)
+    assert status == 401
+    assert export_user(deps, B)["tasks"][0]["state"] == "active"
 
 
 async def test_bad_bodies_are_refused(server: TestServer, users: tuple[Seeded, Seeded]):

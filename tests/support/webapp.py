@@ -22,6 +22,7 @@ class Seeded:
     fact_id: int
     person_id: int
     other_person_id: int
+    task_id: int
 
 
 def seed_user(deps: Deps, user_id: int, secret: str) -> Seeded:
@@ -54,8 +55,11 @@ def seed_user(deps: Deps, user_id: int, secret: str) -> Seeded:
         },
         answered_by="responder",
     )
+    task = store.tasks.add(
+        user_id, f"Call Anna{secret}", BASE_TIME + timedelta(days=400), "UTC", rule=None
+    )
     deps.indexer.index_all(user_id)
-    return Seeded(user_id, topic["id"], fact["id"], person["id"], other["id"])
+    return Seeded(user_id, topic["id"], fact["id"], person["id"], other["id"], task["id"])
 
 
 def init_data(user_id: int, *, language: str = "en", age_s: float = 0, token: str = TOKEN) -> str:

@@ -13,6 +13,9 @@ const TEXTS = {
     exportJson: "Download export (JSON)", done: "Done.", unauthorized: "Open this page from the bot in Telegram.",
     error: "Something went wrong", identity: "Identity", context: "Context", status: "Status",
     you: "You", bot: "Topica", topic: "Topic", fact: "Fact", person: "Person",
+    tasks: "Tasks", pause: "Pause", resume: "Resume", cancelTask: "Cancel task",
+    sureCancel: "Tap again to cancel", next: "Next run", repeats: "repeats",
+    state_active: "active", state_paused: "paused", state_done: "done", state_cancelled: "cancelled",
   },
   ru: {
     timeline: "Хронология", facts: "Факты", people: "Люди", answers: "Ответы", more: "Забыть и выгрузить",
@@ -26,6 +29,9 @@ const TEXTS = {
     done: "Готово.", unauthorized: "Откройте эту страницу из бота в Telegram.", error: "Что-то пошло не так",
     identity: "О вас", context: "Контекст", status: "Состояние", you: "Вы", bot: "Topica",
     topic: "Тема", fact: "Факт", person: "Человек",
+    tasks: "Задачи", pause: "Пауза", resume: "Возобновить", cancelTask: "Отменить задачу",
+    sureCancel: "Нажмите ещё раз, чтобы отменить", next: "Следующий запуск", repeats: "повтор",
+    state_active: "активна", state_paused: "на паузе", state_done: "выполнена", state_cancelled: "отменена",
   },
 };
 
@@ -100,6 +106,7 @@ async function timeline(query = {}) {
       on: { click: (event) => { event.preventDefault(); guarded(() => topicPage(topic.id)); } } })),
     el("p", { class: "muted", textContent:
       `${day(topic.first_message_at)} – ${day(topic.last_message_at)} · ${topic.message_count} ${T.messages}` }),
+    topic.conversations.length ? el("p", { class: "muted", textContent: `↳ ${topic.conversations.join("; ")}` }) : null,
   )) : el("p", { class: "muted", textContent: T.nothing }));
 }
 
@@ -194,6 +201,33 @@ async function answers() {
   }) : el("p", { class: "muted", textContent: T.nothing }));
 }
 
+async function tasks() {
+  const all = await api("GET", "/tasks");
+  show(all.length ? all.map(taskCard) : el("p", { class: "muted", textContent: T.nothing }));
+}
+
+function taskCard(task) {
+  const card = el("div", { class: "card task" });
+  const act = (action) => guarded(async () => {
+    Object.assign(task, await api("POST", `/tasks/${task.id}/${action}`)); render();
+  });
+  const render = () => {
+    const open = task.state === "active" || task.state === "paused";
+    card.classList.toggle("closed", !open);
+    card.replaceChildren(
+      el("p", {}, task.request, el("span", { class: `badge state-${task.state}`, textContent: T[`state_${task.state}`] })),
+      el("p", { class: "muted", textContent: [open && task.next_run_local ? `${T.next}: ${task.next_run_local}` : null,
+        task.recurring ? `${T.repeats}: ${task.rule}` : null].filter(Boolean).join(" · ") }),
+      ...(open ? [el("div", { class: "row" },
+        task.state === "active" ? el("button", { textContent: T.pause, on: { click: () => act("pause") } })
+          : el("button", { textContent: T.resume, on: { click: () => act("resume") } }),
+        confirmButton(T.cancelTask, T.sureCancel, () => act("cancel")))] : []),
+    );
+  };
+  render();
+  return card;
+}
+
 async function more() {
   const status = el("p", { class: "muted" });
   show(
@@ -210,7 +244,7 @@ async function more() {
   );
 }
 
-const TABS = { timeline, facts, people, answers, more };
+const TABS = { timeline, facts, people, answers, tasks, more };
 
 async function start() {
   try { T = TEXTS[(await api("GET", "/me")).language] || TEXTS.en; } catch (error) {
@@ -218,7 +252,9 @@ async function start() {
   }
   document.documentElement.lang = T === TEXTS.ru ? "ru" : "en";
   const tabs = document.getElementById("tabs");
-  const buttons = Object.entries(TABS).map(([name, render]) => el("button", { textContent: T[name],
+  const hasTasks = (await api("GET", "/tasks").catch(() => [])).length > 0;
+  const shown = Object.entries(TABS).filter(([name]) => name !== "tasks" || hasTasks);
+  const buttons = shown.map(([name, render]) => el("button", { textContent: T[name],
     id: `tab-${name}`, on: { click: () => {
       for (const other of buttons) other.classList.toggle("active", other.id === `tab-${name}`);
       guarded(render);
