@@ -54,7 +54,6 @@ from stores.saved_sessions import read_session
 from stores.services import build_deps
 
 USER = 1
-MEMORY_AGENTS = ("splitter", "merger", "archivist")
 TARGET_CALLS_PER_100 = 3
 TARGET_TURN_PROMPT_P95 = 8000
 

@@ -77,6 +77,32 @@ def metric_header(budget: int, ks: Sequence[int]) -> list[str]:
     ]
 
 
+def conversation_sections(result: dict[str, Any]) -> list[str]:
+    """The report's per-conversation part: ingestion, evidence and metrics of each."""
+    budget, ks = result["budget"], result["ks"]
+    parts: list[str] = []
+    for sample_id, conversation in result["conversations"].items():
+        ingested, found = conversation["ingest"], conversation["evidence"]
+        parts += [
+            f"### {sample_id}",
+            "",
+            f"{ingested['messages']} messages in {ingested['sessions']} sessions → "
+            f"{ingested['chunks']} chunks, {ingested['topics']} topics "
+            f"({number(ingested['messages_per_topic'], 1)} messages/topic, "
+            f"{ingested['merges']} merges), ingested in {ingested['seconds']:.1f} s with "
+            f"{ingested['llm_calls']} LLM calls ({ingested['prompt_tokens']} prompt tokens). "
+            f"Questions: {found['questions']}, evaluated {found['evaluated']}; malformed "
+            f"evidence entries {found['malformed_entries']}, unknown evidence ids "
+            f"{found['unknown_ids']}, without usable evidence {found['without_evidence']}.",
+            "",
+            markdown_table(
+                metric_header(budget, ks), metric_rows(conversation["methods"], budget, ks)
+            ),
+            "",
+        ]
+    return parts
+
+
 def markdown_report(result: dict[str, Any]) -> str:
     budget, ks, budgets = result["budget"], result["ks"], result["budgets"]
     setup, ingest, evidence = result["setup"], result["ingest"], result["evidence"]
@@ -125,25 +151,7 @@ def markdown_report(result: dict[str, Any]) -> str:
         "## Per conversation",
         "",
     ]
-    for sample_id, conversation in result["conversations"].items():
-        ingested, found = conversation["ingest"], conversation["evidence"]
-        parts += [
-            f"### {sample_id}",
-            "",
-            f"{ingested['messages']} messages in {ingested['sessions']} sessions → "
-            f"{ingested['chunks']} chunks, {ingested['topics']} topics "
-            f"({number(ingested['messages_per_topic'], 1)} messages/topic, "
-            f"{ingested['merges']} merges), ingested in {ingested['seconds']:.1f} s with "
-            f"{ingested['llm_calls']} LLM calls ({ingested['prompt_tokens']} prompt tokens). "
-            f"Questions: {found['questions']}, evaluated {found['evaluated']}; malformed "
-            f"evidence entries {found['malformed_entries']}, unknown evidence ids "
-            f"{found['unknown_ids']}, without usable evidence {found['without_evidence']}.",
-            "",
-            markdown_table(
-                metric_header(budget, ks), metric_rows(conversation["methods"], budget, ks)
-            ),
-            "",
-        ]
+    parts += conversation_sections(result)
     if "cross_validation" in result:
         parts += ["## Leave one conversation out", "", cross_validation_text(result), ""]
     parts += [

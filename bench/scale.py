@@ -278,6 +278,27 @@ def numpy_baseline(deps, topic_ids: Sequence[int], queries: np.ndarray) -> dict[
     }
 
 
+def sample_queries(synthetic: Synthetic, most: int, size: int) -> list[tuple[str, np.ndarray]]:
+    """Queries near randomly drawn clusters, fewer for large sizes (`query_count`)."""
+    clusters = synthetic.random.integers(0, synthetic.clusters, query_count(most, size))
+    return [synthetic.query(int(cluster)) for cluster in clusters]
+
+
+def encoding_ms(directory: Path, texts: list[str]) -> list[float]:
+    """How long the configured local embedder takes to encode each query, after a warm-up."""
+    from core.settings import Settings
+    from stores.embedders import build_embedder
+
+    encoder = build_embedder(Settings(_env_file=None, data_dir=directory))
+    encoder.encode(["warm-up"])
+    samples = []
+    for text in texts[:ENCODING_QUERIES]:
+        began = time.perf_counter()
+        encoder.encode([text])
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
 async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
     """Build the store for `size` topics in a temporary directory and time everything."""
     from bench.topica import build_retrieval_graph
@@ -285,20 +306,12 @@ async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
     from core.models import ModelRegistry
     from core.settings import Settings
     from nodes.response.search import hybrid_search
-    from stores.embedders import Embedder, build_embedder
+    from stores.embedders import Embedder
     from stores.services import build_deps
 
     synthetic = Synthetic(size)
-    queries = [
-        synthetic.query(int(c))
-        for c in synthetic.random.integers(0, synthetic.clusters, query_count(SEARCH_QUERIES, size))
-    ]
-    retrieval_queries = [
-        synthetic.query(int(c))
-        for c in synthetic.random.integers(
-            0, synthetic.clusters, query_count(RETRIEVAL_QUERIES, size)
-        )
-    ]
+    queries = sample_queries(synthetic, SEARCH_QUERIES, size)
+    retrieval_queries = sample_queries(synthetic, RETRIEVAL_QUERIES, size)
     known = dict(queries + retrieval_queries)
     directory = Path(tempfile.mkdtemp(prefix=f"topica-bench-{size}-"))
     try:
@@ -341,13 +354,7 @@ async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
             chroma_query_alone, directory, baseline.pop("index"), query_vectors
         )
         baselines.advance()
-        encoder = build_embedder(Settings(_env_file=None, data_dir=directory))
-        encoder.encode(["warm-up"])
-        encoding_samples = []
-        for text, _ in queries[:ENCODING_QUERIES]:
-            began = time.perf_counter()
-            encoder.encode([text])
-            encoding_samples.append((time.perf_counter() - began) * 1000)
+        encoding_samples = encoding_ms(directory, [text for text, _ in queries])
         return {
             "topics": size,
             "total_topics": built["total_topics"],
@@ -377,119 +384,12 @@ def _measure_in_process(size: int) -> dict[str, Any]:
         return asyncio.run(measure_size(size, progress))
 
 
-async def bench_search(sizes: list[int], out: Path | None) -> dict[str, Any]:
-    """Measure each size in a fresh process; with `out`, write bench.md, bench.json, a plot."""
+async def bench_search(sizes: list[int]) -> dict[str, Any]:
+    """Measure each size in a fresh process (`bench.scale_report` writes and shows it)."""
     results = []
     spawn = multiprocessing.get_context("spawn")
     loop = asyncio.get_running_loop()
     for size in sizes:
         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
             results.append(await loop.run_in_executor(pool, _measure_in_process, size))
-    result = {"sizes": results}
-    if out is not None:
-        write_bench(result, out)
-    return result
-
-
-def bench_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = [
-        "topics (user)",
-        "topics (all)",
-        "search p50/p95 ms",
-        "retrieval p50/p95 ms",
-        "numpy p50/p95 ms",
-        "one Chroma query p50/p95 ms",
-        "build s (SQLite + Chroma)",
-        "build RSS MB",
-        "peak RSS MB",
-        "numpy peak MB",
-    ]
-    rows = []
-    for size in result["sizes"]:
-        rows.append(
-            [
-                f"{size['topics']:,}",
-                f"{size['total_topics']:,}",
-                f"{size['search']['p50_ms']:.1f} / {size['search']['p95_ms']:.1f}",
-                f"{size['retrieval']['p50_ms']:.1f} / {size['retrieval']['p95_ms']:.1f}",
-                f"{size['numpy']['p50_ms']:.2f} / {size['numpy']['p95_ms']:.2f}",
-                f"{size['chroma_query']['p50_ms']:.1f} / {size['chroma_query']['p95_ms']:.1f}",
-                f"{size['build_s']:.1f} ({size['sqlite_build_s']:.1f} + "
-                f"{size['chroma_build_s']:.1f})",
-                f"{size['build_rss_mb']:.0f}",
-                f"{size['peak_rss_mb']:.0f}",
-                f"{size['numpy']['tracemalloc_peak_mb']:.1f}",
-            ]
-        )
-    return header, rows
-
-
-def write_bench(result: dict[str, Any], out: Path) -> None:
-    import json
-
-    from bench.tables import markdown_table
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    header, rows = bench_rows(result)
-    encoding = [size["query_encoding"]["p50_ms"] for size in result["sizes"]]
-    text = [
-        "# Search at scale (synthetic topics)",
-        "",
-        markdown_table(header, rows),
-        "",
-        f"One user's topics among {OTHER_USERS} other users holding "
-        f"{OTHER_USERS_SHARE:.0%} as many; {MESSAGES_PER_TOPIC} messages per topic, all "
-        "indexed. Search: `hybrid_search` (vectors and BM25 over topics and messages, RRF). "
-        "Retrieval: `enrich → search → rerank` without an LLM. Both exclude encoding the "
-        "query, which the local embedder does in "
-        + ", ".join(f"{value:.0f}" for value in encoding)
-        + " ms (p50) regardless of size. numpy: brute-force cosine top-50 over the user's "
-        "topic vectors in memory. One Chroma query: the same vectors in a fresh collection, "
-        "one vector query alone (search runs four queries, two of them vector queries, "
-        "plus id lookups and fusion).",
-        "",
-        "![latency against size](bench_search.png)",
-        "",
-    ]
-    (out / "bench.md").write_text("\n".join(text), encoding="utf-8")
-    plot_bench(result, out / "bench_search.png")
-
-
-def plot_bench(result: dict[str, Any], path: Path) -> None:
-    from bench.report import save_plot
-
-    sizes = [size["topics"] for size in result["sizes"]]
-
-    def draw(axes: Any) -> str:
-        lines = [("search", "search stage", "o"), ("retrieval", "whole retrieval (no LLM)", "o")]
-        lines += [("numpy", "numpy brute force", "s"), ("chroma_query", "one Chroma query", "^")]
-        for key, name, marker in lines:
-            for stat, style in (("p50_ms", "-"), ("p95_ms", "--")):
-                values = [size[key][stat] for size in result["sizes"]]
-                axes.plot(sizes, values, style + marker, label=f"{name} {stat[:3]}")
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        axes.set_xlabel("topics of the user")
-        axes.set_ylabel("latency (ms)")
-        axes.grid(alpha=0.3, which="both")
-        return "Search latency against memory size"
-
-    save_plot(draw, path, (7, 4.5), fontsize=8)
-
-
-def show_bench(result: dict[str, Any], console=None) -> None:
-    from rich import box
-    from rich.table import Table
-
-    from bench.tables import table_console
-
-    console = console or table_console()
-    header, rows = bench_rows(result)
-    table = Table(title="Search at scale (synthetic topics)", box=box.SIMPLE)
-    for index, column in enumerate(header):
-        widest = max(len(row[index]) for row in rows)
-        table.add_column(column, justify="left" if index == 0 else "right", min_width=widest)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    return {"sizes": results}

@@ -163,12 +163,15 @@ def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
     """search latency at scale, against brute force"""
     from bench.report import require_plots
-    from bench.scale import bench_search, show_bench
+    from bench.scale import bench_search
+    from bench.scale_report import show_bench, write_bench
     from cli.output import out, print_json
 
     if args.out is not None:
         require_plots()
-    result = await bench_search([int(size) for size in args.topics.split(",")], args.out)
+    result = await bench_search([int(size) for size in args.topics.split(",")])
+    if args.out is not None:
+        write_bench(result, args.out)
     if args.json:
         print_json(result)
     else:

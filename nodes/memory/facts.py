@@ -1,10 +1,10 @@
 """Extract facts: the Archivist agent turns finished topics into fact and people updates.
 
-search (known facts and people) → extract (the model) → diff (validated actions) →
-apply (store + vectors). One call reads as many finished topics as fit in
-`CONVERSATION_CHARS` (issue 15: a call per topic cost 11 calls per 100 archived messages);
-each fact names the topic that states it (left out: a guess, `source_topic`), and
-forgetting a topic forgets the facts filed under it.
+search (known facts and people) → extract (the model, validated actions) → apply (the
+fact-action service in `nodes.shared.fact_actions`, then the vectors). One call reads as
+many finished topics as fit in `CONVERSATION_CHARS`; each fact names the topic that
+states it (left out: a guess, `source_topic`), and forgetting a topic forgets the facts
+filed under it.
 Facts are never invented: without a model, or when the model fails on a batch, the graph
 takes the `defer_facts` edge with the reason, and the topics it could not read stay
 marked "facts not extracted", so a later run with a working model catches up.
@@ -17,7 +17,7 @@ import logging
 import re
 from typing import Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -25,14 +25,21 @@ from pydantic import BaseModel, Field
 
 from core.context import MemoryContext
 from core.deps import Deps
-from core.errors import StoreError, VectorStoreUnavailable
+from core.errors import StoreError
 from core.fallbacks import AgentFallback
-from core.records import FactRow, FactType, TopicRow
+from core.ports import Store
+from core.records import FactRow, FactType, PersonRow, TopicRow
 from core.state import FactsReport, MemoryState
 from core.text import clip, neutralize, person_text, short_time, transcript
 from core.tracing import user_key
 from nodes.shared.agent import call_agent_json
 from nodes.shared.documents import with_documents
+from nodes.shared.fact_actions import (
+    FactChange,
+    IncompleteFactAction,
+    apply_fact_change,
+    index_memory,
+)
 from prompts import archivist as prompt
 
 log = logging.getLogger(__name__)
@@ -40,6 +47,9 @@ log = logging.getLogger(__name__)
 WORD = re.compile(r"\w{3,}")
 CONVERSATION_CHARS = 24_000
 """The conversations one Archivist call reads, together (a longer topic is clipped to it)."""
+
+Batch = list[tuple[TopicRow, str]]
+"""Topics with their transcripts, read by one Archivist call."""
 
 
 class FactAction(BaseModel):
@@ -73,7 +83,7 @@ def fact_text(fact: FactRow) -> str:
     return f"[{fact['id']}] ({fact['type']}, {fact['importance']}) {neutralize(fact['content'])}"
 
 
-def source_topic(batch: list[tuple[TopicRow, str]], action: FactAction) -> int:
+def source_topic(batch: Batch, action: FactAction) -> int:
     """The topic a fact action comes from: the one it names, if the call read it; else the
     call's only topic; else the one whose conversation shares most words with the fact
     (the first on a tie), so a model that leaves `topic_id` out loses no fact."""
@@ -87,12 +97,10 @@ def source_topic(batch: list[tuple[TopicRow, str]], action: FactAction) -> int:
     return topic_ids[shared.index(max(shared))]
 
 
-def batched(
-    texts: list[tuple[TopicRow, str]], limit: int = CONVERSATION_CHARS
-) -> list[list[tuple[TopicRow, str]]]:
+def batched(texts: Batch, limit: int = CONVERSATION_CHARS) -> list[Batch]:
     """Consecutive topics (with their transcripts) in batches of at most `limit`
     characters of conversation; a topic is never split, and never left out."""
-    batches: list[list[tuple[TopicRow, str]]] = []
+    batches: list[Batch] = []
     size = 0
     for topic, text in texts:
         if not batches or size + len(text) > limit:
@@ -103,154 +111,145 @@ def batched(
     return batches
 
 
-def make_extract_facts(deps: Deps):
-    store = deps.store
+def read_batches(store: Store, user_id: int, topics: list[TopicRow]) -> list[Batch]:
+    """Each topic's conversation as the Archivist reads it (with the documents its
+    messages carried), in batches for one call."""
+    texts = []
+    for topic in topics:
+        messages = with_documents(store, user_id, store.messages.of_topic(user_id, topic["id"]))
+        texts.append((topic, clip(transcript(messages), CONVERSATION_CHARS)))
+    return batched(texts)
 
-    def read(user_id: int, topics: list[TopicRow]) -> list[list[tuple[TopicRow, str]]]:
-        """Each topic's conversation as the Archivist reads it, in batches for one call."""
-        texts = []
-        for topic in topics:
-            messages = store.messages.of_topic(user_id, topic["id"])
-            # Documents the messages carried are part of what the user told (issue 14).
-            messages = with_documents(store, user_id, messages)
-            texts.append((topic, clip(transcript(messages), CONVERSATION_CHARS)))
-        return batched(texts)
 
-    async def apply(
-        user_id: int,
-        batch: list[tuple[TopicRow, str]],
-        output: ArchivistOutput,
-        report: FactsReport,
-    ) -> None:
-        await asyncio.to_thread(apply_and_mark, user_id, batch, output, report)
-        # The reply is applied for good; indexing may fail (a vector store that is down)
-        # and is then caught up from the vector queue, never by asking the Archivist again.
-        try:
-            await asyncio.to_thread(deps.indexer.index, user_id, "facts")
-            await asyncio.to_thread(deps.indexer.index, user_id, "people")
-        except VectorStoreUnavailable as error:
-            log.warning("user %s: facts stored, indexing postponed: %s", user_key(user_id), error)
-
-    def apply_and_mark(
-        user_id: int,
-        batch: list[tuple[TopicRow, str]],
-        output: ArchivistOutput,
-        report: FactsReport,
-    ) -> None:
-        """The reply's actions and its topics' facts_extracted flags, in one transaction."""
-        with store.atomic():
-            apply_actions(user_id, batch, output, report)
-            store.topics.mark_facts_extracted(user_id, [topic["id"] for topic, _ in batch])
-
-    def apply_fact(
-        user_id: int, batch: list[tuple[TopicRow, str]], action: FactAction, known: set[str]
-    ) -> str | None:
-        """Apply one fact action; returns the report counter it adds to, if any."""
-        topic_id = source_topic(batch, action)
-        source = {"reason": action.reason, "topic_id": topic_id}
-        if action.action == "add" and action.content.strip():
-            if action.content.strip().casefold() in known:
-                return None
-            fact = store.facts.add(
-                user_id, action.content, action.type, action.importance, **source
+def archivist_request(
+    facts: list[FactRow], people: list[PersonRow], batch: Batch
+) -> list[BaseMessage]:
+    """The Archivist's prompt: what is known, then the batch's conversations."""
+    conversations = "\n\n".join(
+        prompt.CONVERSATION.format(
+            topic_id=topic["id"], date=short_time(topic["first_message_at"]), conversation=text
+        )
+        for topic, text in batch
+    )
+    known_people = "\n".join(person_text(person, with_id=True) for person in people)
+    return [
+        SystemMessage(prompt.SYSTEM),
+        HumanMessage(
+            prompt.USER.format(
+                facts="\n".join(map(fact_text, facts)) or "(none)",
+                people=known_people or "(none)",
+                conversations=conversations,
             )
-            known.add(fact["content"].casefold())
-            return "added"
-        if action.id is None:
-            return None
-        if action.action == "update":
-            changes = {"content": action.content or None, "importance": action.importance}
-            store.facts.update(user_id, action.id, fact_type=action.type, **changes, **source)
-            return "updated"
-        store.facts.delete(user_id, action.id, **source)
-        return "deleted"
+        ),
+    ]
 
-    def apply_person(user_id: int, action: PersonAction) -> str | None:
-        details = action.model_dump(include={"aliases", "username", "circle", "bio"})
-        if action.action == "add" and action.name.strip():
-            store.people.add(user_id, action.name, **details)
-            return "people_added"
-        if action.id is None:
-            return None
-        if action.action == "update":
-            store.people.update(user_id, action.id, name=action.name or None, **details)
-            return "people_updated"
-        if action.merge_into:
-            store.people.merge(user_id, action.id, action.merge_into)
-            return "people_merged"
+
+def apply_fact(
+    store: Store, user_id: int, batch: Batch, action: FactAction, known: set[str]
+) -> str | None:
+    """Apply one fact action (an add the user's facts already hold is skipped); returns
+    the report counter it adds to, if any."""
+    if action.action == "add" and action.content.strip().casefold() in known:
         return None
+    change = FactChange(
+        action=action.action,
+        fact_id=action.id,
+        content=action.content,
+        fact_type=action.type,
+        importance=action.importance,
+        reason=action.reason,
+        topic_id=source_topic(batch, action),
+    )
+    try:
+        fact = apply_fact_change(store, user_id, change)
+    except IncompleteFactAction:
+        return None
+    if action.action == "add":
+        known.add(fact["content"].casefold())
+    return {"add": "added", "update": "updated", "delete": "deleted"}[action.action]
 
-    def apply_actions(
-        user_id: int,
-        batch: list[tuple[TopicRow, str]],
-        output: ArchivistOutput,
-        report: FactsReport,
-    ) -> None:
-        """Apply validated actions to the store; refused ones (other users' ids) are logged."""
+
+def apply_person(store: Store, user_id: int, action: PersonAction) -> str | None:
+    details = action.model_dump(include={"aliases", "username", "circle", "bio"})
+    if action.action == "add" and action.name.strip():
+        store.people.add(user_id, action.name, **details)
+        return "people_added"
+    if action.id is None:
+        return None
+    if action.action == "update":
+        store.people.update(user_id, action.id, name=action.name or None, **details)
+        return "people_updated"
+    if action.merge_into:
+        store.people.merge(user_id, action.id, action.merge_into)
+        return "people_merged"
+    return None
+
+
+def apply_output(
+    store: Store, user_id: int, batch: Batch, output: ArchivistOutput, report: FactsReport
+) -> None:
+    """The reply's actions and its topics' facts_extracted flags, in one transaction;
+    refused actions (other users' ids, bad values) are logged and skipped."""
+    with store.atomic():
         known = {fact["content"].casefold() for fact in store.facts.all_of(user_id)}
         appliers = (
-            (lambda action: apply_fact(user_id, batch, action, known), output.facts),
-            (lambda action: apply_person(user_id, action), output.people),
+            (lambda action: apply_fact(store, user_id, batch, action, known), output.facts),
+            (lambda action: apply_person(store, user_id, action), output.people),
         )
         for apply_one, actions in appliers:
             for action in actions:
                 try:
                     counter = apply_one(action)
-                except StoreError as error:  # an id of another user or a bad value: refused
+                except StoreError as error:
                     log.warning("user %s: archivist action refused: %s", user_key(user_id), error)
                     continue
                 if counter:
                     report[counter] += 1
+        store.topics.mark_facts_extracted(user_id, [topic["id"] for topic, _ in batch])
+
+
+def empty_report(topics: list[TopicRow]) -> FactsReport:
+    counters = dict.fromkeys(
+        ("added", "updated", "deleted", "people_added", "people_updated", "people_merged"), 0
+    )
+    return FactsReport(
+        status="done", reason=None, topics=[topic["id"] for topic in topics], **counters
+    )
+
+
+def make_extract_facts(deps: Deps):
+    store = deps.store
 
     async def extract_facts(
         state: MemoryState, runtime: Runtime[MemoryContext]
     ) -> Command[Literal["defer_facts", "__end__"]]:
+        """search (known facts and people) → extract (the Archivist) → apply, per batch."""
         user_id = runtime.context.user_id
         topics = await asyncio.to_thread(
             store.topics.without_facts, user_id, runtime.context.consolidation_batch_size
         )
-        report = FactsReport(
-            status="done",
-            reason=None,
-            topics=[topic["id"] for topic in topics],
-            added=0,
-            updated=0,
-            deleted=0,
-            people_added=0,
-            people_updated=0,
-            people_merged=0,
-        )
+        report = empty_report(topics)
         fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
-        batches = [] if fallback is not None else await asyncio.to_thread(read, user_id, topics)
+        batches = [] if fallback else await asyncio.to_thread(read_batches, store, user_id, topics)
         for batch in batches:
             facts = await asyncio.to_thread(store.facts.all_of, user_id)
             people = await asyncio.to_thread(store.people.all_of, user_id)
-            request = [
-                SystemMessage(prompt.SYSTEM),
-                HumanMessage(
-                    prompt.USER.format(
-                        facts="\n".join(map(fact_text, facts)) or "(none)",
-                        people="\n".join(person_text(p, with_id=True) for p in people) or "(none)",
-                        conversations="\n\n".join(
-                            prompt.CONVERSATION.format(
-                                topic_id=topic["id"],
-                                date=short_time(topic["first_message_at"]),
-                                conversation=text,
-                            )
-                            for topic, text in batch
-                        ),
-                    )
-                ),
-            ]
             result = await call_agent_json(
-                deps.models, "archivist", request, ArchivistOutput, user_id=user_id
+                deps.models,
+                "archivist",
+                archivist_request(facts, people, batch),
+                ArchivistOutput,
+                user_id=user_id,
             )
             if isinstance(result, AgentFallback):
                 # These topics stay unextracted and are retried by a later run; the other
                 # batches still get their turn.
                 fallback = fallback or result
                 continue
-            await apply(user_id, batch, output=result.value, report=report)
+            await asyncio.to_thread(apply_output, store, user_id, batch, result.value, report)
+            # The reply is applied for good; indexing that fails is caught up from the
+            # vector queue, never by asking the Archivist again.
+            await asyncio.to_thread(index_memory, deps.indexer, user_id, "facts", "people")
         if fallback is not None:
             report.update(status="skipped" if fallback.reason == "no_model" else "failed")
             report["reason"] = fallback.reason

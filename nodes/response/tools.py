@@ -10,7 +10,6 @@ model as a tool error it can read and correct.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Annotated, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -19,17 +18,21 @@ from pydantic import Field
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.errors import StoreError, VectorStoreUnavailable
+from core.errors import StoreError
 from core.records import FactRow, FactType
 from core.text import neutralize
-from core.tracing import user_key
 from nodes.response.schedule_tool import make_schedule_task_tool
 from nodes.response.search import topic_candidates
 from nodes.response.topic_content import make_get_topics_content_tool, render_topics_content
-
-log = logging.getLogger(__name__)
+from nodes.shared.fact_actions import (
+    FactChange,
+    IncompleteFactAction,
+    apply_fact_change,
+    index_memory,
+)
 
 SEARCH_RESULT_CHARS = 12_000
+PAST_TENSE = {"add": "Added", "update": "Updated", "delete": "Deleted"}
 
 SEARCH_HISTORY_DESCRIPTION = (
     "Search the user's whole archive of past conversations (all of them, not only this "
@@ -82,46 +85,13 @@ def fact_line(fact: FactRow) -> str:
 def make_manage_memory_tool(deps: Deps) -> BaseTool:
     store = deps.store
 
-    def apply(
-        user_id: int,
-        action: str,
-        fact_id: int | None,
-        content: str | None,
-        fact_type: FactType | None,
-        importance: int | None,
-        reason: str | None,
-    ) -> str:
-        if action == "add":
-            if not content or not content.strip():
-                raise ToolException("add needs the fact's content")
-            fact = store.facts.add(
-                user_id,
-                content,
-                fact_type or "context",
-                50 if importance is None else importance,
-                reason=reason,
-            )
-            result = f"Added fact {fact_line(fact)}"
-        elif fact_id is None:
-            raise ToolException(f"{action} needs fact_id")
-        elif action == "update":
-            fact = store.facts.update(
-                user_id,
-                fact_id,
-                content=content,
-                importance=importance,
-                fact_type=fact_type,
-                reason=reason,
-            )
-            result = f"Updated fact {fact_line(fact)}"
-        else:
-            fact = store.facts.delete(user_id, fact_id, reason=reason)
-            result = f"Deleted fact {fact_line(fact)}"
+    def apply(user_id: int, change: FactChange) -> str:
         try:
-            deps.indexer.index(user_id, "facts")
-        except VectorStoreUnavailable as error:  # the queue keeps it for the next run
-            log.warning("user %s: fact indexing postponed: %s", user_key(user_id), error)
-        return result
+            fact = apply_fact_change(store, user_id, change)
+        except IncompleteFactAction as error:
+            raise ToolException(str(error)) from error
+        index_memory(deps.indexer, user_id, "facts")
+        return f"{PAST_TENSE[change.action]} fact {fact_line(fact)}"
 
     async def manage_memory(
         action: Literal["add", "update", "delete"],
@@ -136,10 +106,16 @@ def make_manage_memory_tool(deps: Deps) -> BaseTool:
         reason: Annotated[str | None, Field(description="Why, in a few words.")] = None,
     ) -> str:
         user_id = runtime.context.user_id
+        change = FactChange(
+            action=action,
+            fact_id=fact_id,
+            content=content,
+            fact_type=fact_type,
+            importance=importance,
+            reason=reason,
+        )
         try:
-            return await asyncio.to_thread(
-                apply, user_id, action, fact_id, content, fact_type, importance, reason
-            )
+            return await asyncio.to_thread(apply, user_id, change)
         except StoreError as error:
             raise ToolException(
                 f"manage_memory refused: {error}. Only this user's own facts can be changed; "

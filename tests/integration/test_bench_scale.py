@@ -6,7 +6,8 @@ import io
 
 from rich.console import Console
 
-from bench.scale import DIMENSIONS, measure_size, show_bench, write_bench
+from bench.scale import DIMENSIONS, measure_size
+from bench.scale_report import show_bench, write_bench
 from core.progress import ProgressBoard
 
 
