@@ -41,6 +41,7 @@ from bench.metrics import percentile
 from core.deps import Deps
 from core.progress import ProgressBoard, progress_board
 from core.settings import Settings
+from nodes.response.gate import named_in_memory
 from nodes.response.relevance import (
     NULL_QUANTILE,
     SIGNALS,
@@ -49,7 +50,6 @@ from nodes.response.relevance import (
     best_scores,
     clears_floor,
 )
-from nodes.response.search import named_in_memory
 from stores.embedders import build_embedder
 
 Best = dict[str, float | None]

@@ -43,9 +43,9 @@ from nodes.response.excerpts import (
     ranking_weights,
     speaker_rules,
 )
+from nodes.response.hits import search_queries
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
-from nodes.response.search import search_queries
 from nodes.response.topic_content import excerpt_header, topic_header
 
 

@@ -42,10 +42,10 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
+from nodes.response.hits import search_queries
 from nodes.response.rerank_selection import fill_candidates
-from nodes.response.search import person_description, search_queries
 from nodes.response.session_summary import SessionView, current_view
-from nodes.response.topic_content import render_topics_content
+from nodes.response.topic_content import person_description, render_topics_content
 from nodes.shared.budget import (
     CHARS_PER_TOKEN,
     lines_within,

@@ -44,8 +44,8 @@ from core.state import (
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import rank_members
+from nodes.response.hits import search_queries
 from nodes.response.rerank_selection import shown_topics
-from nodes.response.search import search_queries
 from nodes.response.topic_content import topic_date
 from nodes.shared.documents import with_documents
 

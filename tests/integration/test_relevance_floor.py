@@ -15,8 +15,9 @@ from app.turns import run_turn
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
+from nodes.response.gate import named_in_memory
 from nodes.response.offline_answer import WORDING
-from nodes.response.search import named_in_memory, topic_candidates
+from nodes.response.search import topic_candidates
 from stores.saved_sessions import read_session
 from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.paths import THREE_SITTINGS as SESSION
