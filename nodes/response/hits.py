@@ -27,10 +27,10 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
 def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
     return {
         "topics": context.retrieved_topics_count,
-        "messages": max(context.message_hits_count, context.excerpt_vector_depth),
-        "facts": context.fact_candidates_count,
-        "people": context.people_candidates_count,
-        "passages": context.message_hits_count,
+        "messages": max(context.tuning.message_hits_count, context.tuning.excerpt_vector_depth),
+        "facts": context.tuning.fact_candidates_count,
+        "people": context.tuning.people_candidates_count,
+        "passages": context.tuning.message_hits_count,
     }
 
 
@@ -134,10 +134,12 @@ def find_hits(
         ]
     )
     message_scored = [
-        message_search(store, user_id, query, context.message_hits_count) for query in queries
+        message_search(store, user_id, query, context.tuning.message_hits_count)
+        for query in queries
     ]
     passage_text = [
-        store.attachments.search(user_id, query, context.message_hits_count) for query in queries
+        store.attachments.search(user_id, query, context.tuning.message_hits_count)
+        for query in queries
     ]
     topic_scored = topic_text.result()
     vector_hits = {

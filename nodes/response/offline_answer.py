@@ -159,7 +159,7 @@ def recall_topics(
     order = rank_members(
         members,
         state.get("message_hits") or [],
-        context.rrf_k,
+        context.tuning.rrf_k,
         vector_lists=state.get("message_vector_hits") or [],
         context=context,
         queries=queries,

@@ -82,7 +82,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         threshold = context.topics_threshold
         ranked_lists.append([i for i, similarity in topic_hits if similarity >= threshold])
         ranked_lists.append(topic_text)
-        message_lists.append([i for i, _ in message_hits[: context.message_hits_count]])
+        message_lists.append([i for i, _ in message_hits[: context.tuning.message_hits_count]])
         message_lists.append(message_text)
     message_of = passage_messages(deps, user_id, hits)
     passages = passage_lists(hits, message_of)  # per query: vectors, then full text
@@ -94,7 +94,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         return []
     for message_ids in message_lists:
         ranked_lists.append(topic_votes([topic_of.get(i) for i in message_ids]))
-    scores = rrf_scores(ranked_lists, context.rrf_k)
+    scores = rrf_scores(ranked_lists, context.tuning.rrf_k)
     fused = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
     ranked = best_message_order(
         store,
@@ -155,14 +155,14 @@ def best_above(
 
 
 def fact_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[FactCandidate]:
-    score = best_above(hits.vectors["facts"], context.facts_threshold)
+    score = best_above(hits.vectors["facts"], context.tuning.facts_threshold)
     facts = deps.store.facts.by_ids(context.user_id, list(score))
     fields = ("id", "content", "type", "importance")
     return [FactCandidate(**{k: f[k] for k in fields}, score=score[f["id"]]) for f in facts]
 
 
 def people_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[PersonCandidate]:
-    score = best_above(hits.vectors["people"], context.people_threshold)
+    score = best_above(hits.vectors["people"], context.tuning.people_threshold)
     return [
         PersonCandidate(
             id=person["id"],

@@ -105,7 +105,9 @@ async def test_a_name_memory_writes_as_a_name_makes_a_question_relevant_under_ev
     )
     await archive_user(deps, USER, archive_all=True)
     assert named_in_memory(deps, USER, [question]) is named
-    candidates = topic_candidates(deps, ResponseContext(user_id=USER, **UNREACHABLE), [question])
+    candidates = topic_candidates(
+        deps, ResponseContext(user_id=USER).tuned(**UNREACHABLE), [question]
+    )
     assert bool(candidates) is named
     if named:  # and so with the everyday floors
         assert topic_candidates(deps, ResponseContext(user_id=USER), [question])
