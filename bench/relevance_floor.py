@@ -26,7 +26,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ from bench.metrics import percentile
 from core.deps import Deps
 from core.progress import ProgressBoard, progress_board
 from core.settings import Settings
+from core.tuning import Tuning, embedder_name, load_tuning, profile_path
+from nodes.response.gate import named_in_memory
 from nodes.response.relevance import (
     NULL_QUANTILE,
     SIGNALS,
@@ -49,7 +51,6 @@ from nodes.response.relevance import (
     best_scores,
     clears_floor,
 )
-from nodes.response.search import named_in_memory
 from stores.embedders import build_embedder
 
 Best = dict[str, float | None]
@@ -288,3 +289,30 @@ def show_floor(result: dict[str, Any], out) -> None:
 
 def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def calibrated(result: dict[str, Any], tuning: Tuning) -> Tuning:
+    """`tuning` with the floors and size curves of an `eval_floor` result."""
+    floors, curves = result["floors"], result["by_size"]["curves"]
+    return replace(
+        tuning,
+        message_vector_floor=floors["message_vectors"],
+        topic_vector_floor=floors["topic_vectors"],
+        message_bm25_floor=floors["message_bm25"],
+        topic_bm25_floor=floors["topic_bm25"],
+        message_vector_floor_base=curves["messages"]["base"],
+        message_vector_floor_per_log=curves["messages"]["per_log"],
+        topic_vector_floor_base=curves["topics"]["base"],
+        topic_vector_floor_per_log=curves["topics"]["per_log"],
+    )
+
+
+def save_profile(result: dict[str, Any], settings: Settings) -> Path:
+    """Write the calibrated floors into the data directory's profile of the configured
+    embedder (the other values kept from its current profile); the profile's path."""
+    embedder = embedder_name(settings)
+    tuning = calibrated(result, load_tuning(settings.data_dir, embedder))
+    path = profile_path(settings.data_dir, embedder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(tuning), indent=2) + "\n", encoding="utf-8")
+    return path

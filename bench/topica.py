@@ -43,9 +43,9 @@ from nodes.response.excerpts import (
     ranking_weights,
     speaker_rules,
 )
+from nodes.response.hits import search_queries
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
-from nodes.response.search import search_queries
 from nodes.response.topic_content import excerpt_header, topic_header
 
 
@@ -109,18 +109,17 @@ class Topica:
             deps.settings,
             user_id=corpus.user_id,
             now_iso=turn_time(corpus),
-            **self.context_overrides,
-        )
+        ).tuned(**self.context_overrides)
         context = self._context
         self.config = {
             "fill": "relevant messages" if self.excerpts else "whole topics",
-            "message_hits_count": context.message_hits_count,
-            "excerpt_vector_depth": context.excerpt_vector_depth,
+            "message_hits_count": context.tuning.message_hits_count,
+            "excerpt_vector_depth": context.tuning.excerpt_vector_depth,
             "topics_threshold": context.topics_threshold,
             "retrieved_topics_count": context.retrieved_topics_count,
-            "rrf_k": context.rrf_k,
+            "rrf_k": context.tuning.rrf_k,
             "excerpt_weights": ranking_weights(context),
-            "excerpt_named_speakers": context.excerpt_named_speakers,
+            "excerpt_named_speakers": context.tuning.excerpt_named_speakers,
             "rerank_max_topics": context.rerank_max_topics,
             "enricher": deps.models.name("enricher"),
             "reranker": deps.models.name("reranker"),
@@ -171,7 +170,7 @@ class Topica:
             order = rank_topic_messages(
                 topics,
                 state.get("message_hits") or [],
-                self._context.rrf_k,
+                self._context.tuning.rrf_k,
                 vector_lists=state.get("message_vector_hits") or [],
                 dated=state.get("message_dated") or [],
                 **speaker_rules(

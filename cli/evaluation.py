@@ -134,12 +134,17 @@ def floor_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("tests/data/unrelated_questions.json"),
         help="general-knowledge questions no memory answers (JSON: en, ru lists)",
     )
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help="write the floors into the data directory's calibration profile of the embedder",
+    )
 
 
 @subcommand("floor", "json", configure=floor_arguments, group="eval")
 async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
     """calibrate the relevance floor of each retrieval signal, checked leave-one-out"""
-    from bench.relevance_floor import eval_floor, show_floor
+    from bench.relevance_floor import eval_floor, save_profile, show_floor
     from cli.output import console, out, print_json
 
     for path in (args.data, args.unrelated):
@@ -148,10 +153,14 @@ async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
     result = await eval_floor(
         args.data, args.unrelated, deps.settings, console=None if args.json else console
     )
+    if args.save:
+        result["profile"] = str(save_profile(result, deps.settings))
     if args.json:
         print_json(result)
     else:
         show_floor(result, out)
+        if args.save:
+            out.print(f"Calibration profile written: {result['profile']}")
 
 
 def bench_search_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.settings import EmbeddingsProvider, Settings
+from core.tuning import BUNDLED_EMBEDDER
 
 if TYPE_CHECKING:  # numpy loads with the first text embedded: `topica topics` embeds none
     import numpy as np
@@ -192,7 +193,7 @@ def local_encoder(cache_dir: Path | None = None) -> Embeddings:
 
 def build_embedder(settings: Settings) -> Embedder:
     if settings.embeddings_provider is EmbeddingsProvider.LOCAL:
-        return Embedder(partial(local_encoder, settings.cache_dir), name="use-multilingual-v3")
+        return Embedder(partial(local_encoder, settings.cache_dir), name=BUNDLED_EMBEDDER)
 
     def remote() -> Embeddings:
         from langchain_openai import OpenAIEmbeddings

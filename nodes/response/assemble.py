@@ -42,10 +42,10 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
+from nodes.response.hits import search_queries
 from nodes.response.rerank_selection import fill_candidates
-from nodes.response.search import person_description, search_queries
 from nodes.response.session_summary import SessionView, current_view
-from nodes.response.topic_content import render_topics_content
+from nodes.response.topic_content import person_description, render_topics_content
 from nodes.shared.budget import (
     CHARS_PER_TOKEN,
     lines_within,
@@ -75,7 +75,7 @@ def system_prompt(core_facts: Sequence[FactRow], context: ResponseContext) -> La
     date = prompt_date(turn_moment(context))
     base = prompt.SYSTEM.format(date=date, profile="")
     lines = [f"- [{fact['id']}] {neutralize(fact['content'])}" for fact in core_facts]
-    kept = lines_within(lines, context.system_budget_tokens - tokens(base))
+    kept = lines_within(lines, context.budgets.system - tokens(base))
     text = prompt.SYSTEM.format(date=date, profile="\n".join(kept) or prompt.NO_PROFILE)
     return Layer(text, [fact["id"] for fact in core_facts[: len(kept)]])
 
@@ -242,9 +242,9 @@ def recalled_sections(
                 store,
                 user_id,
                 state.get("selected_topics") or [],
-                context.topics_budget_tokens,
+                context.budgets.topics,
                 state.get("message_hits") or [],
-                context.rrf_k,
+                context.tuning.rrf_k,
                 vector_hits=state.get("message_vector_hits") or [],
                 context=context,
                 queries=search_queries(state["text"], state.get("query")),
@@ -255,14 +255,12 @@ def recalled_sections(
         (
             "people",
             people_section(
-                store, user_id, state.get("selected_people") or [], context.people_budget_tokens
+                store, user_id, state.get("selected_people") or [], context.budgets.people
             ),
         ),
         (
             "facts",
-            facts_section(
-                state.get("fact_candidates") or [], core_ids, context.facts_budget_tokens
-            ),
+            facts_section(state.get("fact_candidates") or [], core_ids, context.budgets.facts),
         ),
     ]
 
@@ -285,10 +283,10 @@ def make_assemble(deps: Deps):
         earlier = await asyncio.to_thread(
             relevant_earlier_messages, deps, context, state["text"], view.segment, shown, recalled
         )
-        summary_text = summary_section(summary, context.summary_budget_tokens) if summary else ""
+        summary_text = summary_section(summary, context.budgets.summary) if summary else ""
         return [
             ("summary", Layer(summary_text, [])),
-            ("auto_rag", auto_rag_section(earlier, context.auto_rag_budget_tokens)),
+            ("auto_rag", auto_rag_section(earlier, context.budgets.auto_rag)),
         ]
 
     async def assemble(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
@@ -321,10 +319,10 @@ def make_assemble(deps: Deps):
             session_summary="summary" in included,
         )
 
-        window = window_turns(view.window, context.window_budget_tokens - layers.get("auto_rag", 0))
+        window = window_turns(view.window, context.budgets.window - layers.get("auto_rag", 0))
         if window:
             layers["window"] = message_tokens(window)
-        text = truncate_to_tokens(state["text"], context.current_message_budget_tokens)
+        text = truncate_to_tokens(state["text"], context.budgets.current_message)
         parts = state.get("parts") or []
         current = HumanMessage([{"type": "text", "text": text}, *parts] if parts else text)
         layers["current"] = tokens(text)

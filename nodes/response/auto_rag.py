@@ -38,7 +38,7 @@ def relevant_earlier_messages(
     messages outside `exclude_ids` and `on_screen` are indexed first (`Indexer.catch_up`):
     those may still wait in the vector queue, found by full text alone.
     """
-    user_id, limit = context.user_id, context.auto_rag_search_limit
+    user_id, limit = context.user_id, context.tuning.auto_rag_search_limit
     vector = deps.embedder.encode_query(text)
     deps.indexer.catch_up(user_id, {*exclude_ids, *on_screen})
     reads = VectorReads(deps.vectors, user_id)
@@ -54,7 +54,7 @@ def relevant_earlier_messages(
             [i for i, _ in vector_hits if i not in exclude_ids],
             [i for i, _ in text_hits if i not in exclude_ids],
         ],
-        context.rrf_k,
+        context.tuning.rrf_k,
     )
     if not scores:
         return []
@@ -68,11 +68,11 @@ def relevant_earlier_messages(
         row = rows.get(message_id)
         if row is None or row["kind"] != MEMORY_KIND or row["topic_id"] in exclude_topic_ids:
             continue
-        if similarity.get(message_id, 0.0) < context.auto_rag_min_similarity:
+        if similarity.get(message_id, 0.0) < context.tuning.auto_rag_min_similarity:
             continue
-        if tokens(row["content"]) < context.auto_rag_min_message_tokens:
+        if tokens(row["content"]) < context.tuning.auto_rag_min_message_tokens:
             continue
         picked.append(row)
-        if len(picked) == context.auto_rag_top_k:
+        if len(picked) == context.tuning.auto_rag_top_k:
             break
     return picked

@@ -282,4 +282,4 @@ def dated_messages(
                 best[message_id] = rank
     order = {message_id: index for index, message_id in enumerate(written)}
     ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
-    return ranked[: context.message_hits_count]
+    return ranked[: context.tuning.message_hits_count]

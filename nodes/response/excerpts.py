@@ -1,50 +1,9 @@
-"""Which messages of the recalled topics to show when they do not all fit the budget.
+"""Which messages of the recalled topics fill the budget when they do not all fit.
 
-A recalled topic is a whole stretch of conversation, while the answer usually sits in a
-few of its messages. When the topics' content is larger than the room the context gives
-them, each message is scored by Reciprocal Rank Fusion of three signals, and the best
-ones are kept (shown per topic, in conversation order):
-
-- its topic's rank among the recalled topics (`1 / (k + topic rank)` for every message
-  of the topic: the search's and the reranker's judgement of the stretch as a whole);
-- its rank in each full-text (BM25) message list of the turn's queries
-  (`1 / (k + hit rank)`), the lists the search already fused into the topic ranking;
-- its rank in each vector list of the turn's queries (the messages nearest to the query's
-  vector, which the search fused too), at `VECTOR_WEIGHT` of a full-text vote: a reply
-  with none of the question's words can still be near it in meaning;
-- a share of the vote of a top-`NEIGHBOUR_HITS` hit (either kind) near it in the topic:
-  `NEIGHBOUR_WEIGHT` right before or after the hit, its square two places away, and so on
-  up to `NEIGHBOUR_REACH` places. In a dialogue the message that matches the question's
-  words is often the question, and the answer is the reply next to it; or the hit names
-  the thing ("I loved *Becoming Nicole*") and what the question asks comes a few lines
-  later, once the other speaker has asked about it ("It taught me self-acceptance");
-- across a topic's bound, the same share of such a hit for its replies: what another
-  speaker wrote after it, within the same reach, while the conversation runs on without
-  a pause that ends a sitting (`replies_after`). The splitter's bounds can fall between
-  a question and its answer; the answer is the next speaker's, and never comes before.
-
-The best `LEAD_HITS` full-text hits go first whatever their score: under a small budget
-a few exact matches are worth more than context around them.
-
-When the turn's queries name some of the people who wrote the recalled messages but not
-all of them ("What has Melanie painted?" over a conversation of Melanie and Caroline),
-a hit written by someone the queries leave out (`nodes.response.speakers`) keeps only
-what it lends its neighbours: it neither votes for itself nor leads. What happened to
-a person is told by that person, while the other speaker's matching lines are mostly
-the question asked of them ("Did you paint that, Melanie?"), whose worth is the reply
-right after it.
-
-The messages written on a day or in a month the question names (the search's
-`message_dated`: "What did Nate cook on 9 November, 2022?") vote as one more full-text
-list, and never lead: the date says when, not what.
-
-The weights are the response context's `excerpt_*` fields, so a run (and the
-evaluation's leave-one-conversation-out view) can set them.
-
-On LoCoMo (`topica eval locomo`) the neighbours' share is what lifted recall at 2000
-tokens above BM25 on every conversation, and the lead what kept it above BM25 at 250
-and 500 tokens; a share that fades over several places rather than stopping at the next
-message raised every category at 2000 tokens; see docs/evaluation.md.
+Every message is scored by Reciprocal Rank Fusion of its topic's rank, its ranks in the
+turn's full-text, vector and dated message lists, and a share of the votes of the hits
+near it (in its topic, and forward across a topic's bound to the next speaker's replies);
+the best full-text hits lead. The weights are the run's `Tuning` (`excerpt_*`).
 """
 
 from __future__ import annotations
@@ -57,21 +16,11 @@ from core.context import ResponseContext
 from core.ports import Store
 from core.records import Member, MessageRow
 from core.text import transcript
+from core.tuning import packaged_tuning
 from nodes.response.speakers import unnamed_authors
 from nodes.response.topic_content import excerpt_header, topic_header
 from nodes.shared.clock import ends_sitting
 
-NEIGHBOUR_HITS: int = ResponseContext.excerpt_neighbour_hits
-"""Hits at or above this rank in a message list lend their neighbours a share."""
-NEIGHBOUR_WEIGHT: float = ResponseContext.excerpt_neighbour_weight
-"""The share of a hit's vote given to the message before it and the message after it
-(the share's `d`-th power to the messages `d` places away)."""
-LEAD_HITS: int = ResponseContext.excerpt_lead_hits
-"""How many of the best full-text hits lead the ranking."""
-NEIGHBOUR_REACH: int = ResponseContext.excerpt_neighbour_reach
-"""How many places from a hit its share goes (decaying by `NEIGHBOUR_WEIGHT` a place)."""
-VECTOR_WEIGHT: float = ResponseContext.excerpt_vector_weight
-"""A vector hit's vote, as a share of a full-text hit's at the same rank."""
 BLOCK_CHARS = 4
 """A topic block's characters besides its header and lines: the blank line after the
 header and the blank line between blocks (`render_topics_content`)."""
@@ -81,7 +30,7 @@ def left_out(
     context: ResponseContext | None, queries: Sequence[str], authors: Mapping[int, str | None]
 ) -> frozenset[int]:
     """`unnamed_authors`, unless the run's context turns it off (`excerpt_named_speakers`)."""
-    if context is not None and not context.excerpt_named_speakers:
+    if context is not None and not context.tuning.excerpt_named_speakers:
         return frozenset()
     return unnamed_authors(queries, authors)
 
@@ -91,7 +40,6 @@ def rank_topic_messages(
     hit_lists: Sequence[Sequence[int]],
     k: int,
     *,
-    lead: int = LEAD_HITS,
     unnamed: Collection[int] = frozenset(),
     answers: Collection[int] = frozenset(),
     **scoring: Any,
@@ -108,6 +56,7 @@ def rank_topic_messages(
     long answers, `long_answers`) never lead and come after every other message, in the
     same order among themselves.
     """
+    lead = scoring.pop("lead", packaged_tuning().excerpt_lead_hits)
     score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
     best_hits = sorted(
         (rank, index, message_id)
@@ -130,13 +79,10 @@ def message_scores(
     k: int,
     *,
     vector_lists: Sequence[Sequence[int]] = (),
-    vector_weight: float = VECTOR_WEIGHT,
-    neighbour_hits: int = NEIGHBOUR_HITS,
-    neighbour_weight: float = NEIGHBOUR_WEIGHT,
-    neighbour_reach: int = NEIGHBOUR_REACH,
     unnamed: Collection[int] = frozenset(),
     dated: Sequence[int] = (),
     replies: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+    **weights: float,
 ) -> tuple[dict[int, float], dict[int, tuple[int, int]]]:
     """The fused score of every message of `topics`, and its place: (index of its topic
     in `topics`, its index in the topic).
@@ -147,7 +93,11 @@ def message_scores(
     among `unnamed` only lends its neighbours their share. `dated` (the messages written
     when the question says) votes as a full-text list does. A hit's share goes to the
     messages beside it in its topic, and to its replies in a later topic (`replies`:
-    message id to (reply id, places after it), `replies_after`)."""
+    message id to (reply id, places after it), `replies_after`). `weights` override the
+    packaged profile's (`ranking_weights`: vector_weight, neighbour_hits, _weight, _reach)."""
+    chosen = {**ranking_weights(None), **weights}
+    vector_weight, neighbour_weight = chosen["vector_weight"], chosen["neighbour_weight"]
+    neighbour_hits, neighbour_reach = int(chosen["neighbour_hits"]), int(chosen["neighbour_reach"])
     score: dict[int, float] = defaultdict(float)
     place: dict[int, tuple[int, int]] = {}
     for topic_rank, (_, message_ids) in enumerate(topics, start=1):
@@ -211,7 +161,7 @@ def replies_after(
     speakers = [member.speaker for member in ordered]
     replies: dict[int, list[tuple[int, int]]] = {}
     for index, speaker in enumerate(speakers):
-        stop = min(index + run.excerpt_neighbour_reach, last[index]) + 1
+        stop = min(index + run.tuning.excerpt_neighbour_reach, last[index]) + 1
         found = [
             (ids[later], later - index)
             for later in range(index + 1, stop)
@@ -226,7 +176,7 @@ def long_answers(rows: Iterable[MessageRow], context: ResponseContext | None) ->
     """The assistant's long answers among `rows` (over `excerpt_long_answer_chars`; None:
     the default). The user's own messages hold what the user said, did and decided; a
     long answer is advice built on them, and costs the room of many of them."""
-    limit = (context or ResponseContext(user_id=0)).excerpt_long_answer_chars
+    limit = (context or ResponseContext(user_id=0)).tuning.excerpt_long_answer_chars
     return frozenset(
         row["id"] for row in rows if row["role"] == "assistant" and len(row["content"]) > limit
     )
@@ -245,15 +195,15 @@ def speaker_rules(
 
 
 def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
-    """`rank_topic_messages`' keyword weights from a run's context (None: the defaults)."""
-    if context is None:
-        return {}
+    """`rank_topic_messages`' keyword weights from a run's context (None: the packaged
+    profile's)."""
+    tuning = context.tuning if context is not None else packaged_tuning()
     return {
-        "lead": context.excerpt_lead_hits,
-        "vector_weight": context.excerpt_vector_weight,
-        "neighbour_hits": context.excerpt_neighbour_hits,
-        "neighbour_weight": context.excerpt_neighbour_weight,
-        "neighbour_reach": context.excerpt_neighbour_reach,
+        "lead": tuning.excerpt_lead_hits,
+        "vector_weight": tuning.excerpt_vector_weight,
+        "neighbour_hits": tuning.excerpt_neighbour_hits,
+        "neighbour_weight": tuning.excerpt_neighbour_weight,
+        "neighbour_reach": tuning.excerpt_neighbour_reach,
     }
 
 

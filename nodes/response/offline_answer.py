@@ -44,8 +44,8 @@ from core.state import (
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import rank_members
+from nodes.response.hits import search_queries
 from nodes.response.rerank_selection import shown_topics
-from nodes.response.search import search_queries
 from nodes.response.topic_content import topic_date
 from nodes.shared.documents import with_documents
 
@@ -159,7 +159,7 @@ def recall_topics(
     order = rank_members(
         members,
         state.get("message_hits") or [],
-        context.rrf_k,
+        context.tuning.rrf_k,
         vector_lists=state.get("message_vector_hits") or [],
         context=context,
         queries=queries,

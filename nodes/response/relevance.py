@@ -87,17 +87,17 @@ class SizeCurve:
 
 def message_curve(context: ResponseContext) -> SizeCurve:
     return SizeCurve(
-        context.message_vector_floor_base,
-        context.message_vector_floor_per_log,
-        context.message_vector_floor,
+        context.tuning.message_vector_floor_base,
+        context.tuning.message_vector_floor_per_log,
+        context.tuning.message_vector_floor,
     )
 
 
 def topic_curve(context: ResponseContext) -> SizeCurve:
     return SizeCurve(
-        context.topic_vector_floor_base,
-        context.topic_vector_floor_per_log,
-        context.topic_vector_floor,
+        context.tuning.topic_vector_floor_base,
+        context.tuning.topic_vector_floor_per_log,
+        context.tuning.topic_vector_floor,
     )
 
 
@@ -107,8 +107,8 @@ def floors_of(context: ResponseContext, messages: int, topics: int) -> Relevance
     return RelevanceFloors(
         message_vectors=message_curve(context).at(messages),
         topic_vectors=topic_curve(context).at(topics),
-        message_bm25=context.message_bm25_floor,
-        topic_bm25=context.topic_bm25_floor,
+        message_bm25=context.tuning.message_bm25_floor,
+        topic_bm25=context.tuning.topic_bm25_floor,
     )
 
 

@@ -66,9 +66,9 @@ def build_prompt(
     profile = state.get("profile") or []
     system = prompt.SYSTEM.format(
         max_topics=context.rerank_max_topics,
-        max_people=context.rerank_max_people,
+        max_people=context.tuning.rerank_max_people,
         max_tool_calls=context.rerank_max_tool_calls,
-        excerpt_threshold=context.excerpt_threshold_chars,
+        excerpt_threshold=context.tuning.excerpt_threshold_chars,
     )
     user = prompt.USER.format(
         date=prompt_date(turn_moment(context)),

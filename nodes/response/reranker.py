@@ -266,8 +266,8 @@ async def finish(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
         state["candidates"],
         state.get("people_candidates") or [],
         max_topics=context.rerank_max_topics,
-        max_people=context.rerank_max_people,
-        excerpt_threshold_chars=context.excerpt_threshold_chars,
+        max_people=context.tuning.rerank_max_people,
+        excerpt_threshold_chars=context.tuning.excerpt_threshold_chars,
     )
     if selection.dropped_ids:
         log.info(
@@ -313,7 +313,7 @@ def fallback_of(
         reason,
         requested_ids=requested_ids,
         max_topics=context.rerank_max_topics,
-        max_people=context.rerank_max_people,
+        max_people=context.tuning.rerank_max_people,
     )
     return selection_update(selection, reason)
 

@@ -30,9 +30,7 @@ are candidates by vector similarity alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Container, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -40,251 +38,20 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import SEARCH_RESULTS
-from core.ports import VectorKind
 from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
-from nodes.response.dates import dated_messages
 from nodes.response.fusion import rrf_scores, topic_votes
-from nodes.response.relevance import (
-    SIGNALS,
-    Signal,
-    best_scores,
-    clears_floor,
-    floors_of,
-    message_curve,
-    name_words,
-    topic_curve,
-    written_as_a_name,
-)
-from nodes.response.speakers import message_search
-from nodes.response.topic_content import topic_date
+from nodes.response.gate import relevant
+from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids, search_queries
+from nodes.response.topic_content import person_description, topic_date
 from nodes.response.topic_order import best_message_order
 from nodes.response.vector_reads import VectorReads
-
-
-def search_queries(text: str, enriched: str | None) -> list[str]:
-    """The distinct, non-empty queries of a turn: the raw message first."""
-    queries: dict[str, str] = {}
-    for query in (text, enriched or ""):
-        key = " ".join(query.split()).casefold()
-        if key:
-            queries.setdefault(key, query.strip())
-    return list(queries.values())
-
-
-SEARCH_THREADS = 4
-"""A search's vector queries (one per kind) and its full-text query over topics run
-beside its full-text query over messages (each thread reads through its own connection:
-`SqliteDatabase._reader`)."""
-
-_pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS, thread_name_prefix="topica-search")
-
-
-def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
-    return {
-        "topics": context.retrieved_topics_count,
-        "messages": max(context.message_hits_count, context.excerpt_vector_depth),
-        "facts": context.fact_candidates_count,
-        "people": context.people_candidates_count,
-        "passages": context.message_hits_count,
-    }
-
-
-@dataclass(frozen=True)
-class Hits:
-    """What one search found, per query (in the order of `queries`)."""
-
-    vectors: dict[VectorKind, list[list[tuple[int, float]]]]
-    """Nearest records of each kind searched: (id, cosine), best first. The messages run
-    `excerpt_vector_depth` deep; the fusion reads the first `message_hits_count`."""
-    topic_scored: list[list[tuple[int, float]]]
-    """BM25 over topic summaries: (topic id, score), best first."""
-    message_scored: list[list[tuple[int, float]]]
-    """BM25 over messages: (message id, score), best first."""
-    passage_text: list[list[tuple[int, float]]]
-    """BM25 over document passages: (passage id, score), best first."""
-    vectors_down: bool = False
-    """The vector index failed during the search: its lists are empty, not searched."""
-    queries: Sequence[str] = ()
-    """The queries searched, in order."""
-    dated: list[int] = field(default_factory=list)
-    """Archived messages written on the days and in the months the queries name
-    (`dated_messages`)."""
-
-    @property
-    def topic_text(self) -> list[list[int]]:
-        return [[i for i, _ in hits] for hits in self.topic_scored]
-
-    @property
-    def message_text(self) -> list[list[int]]:
-        return [[i for i, _ in hits] for hits in self.message_scored]
-
-    def signals(
-        self, archived: Container[int], message_of: Mapping[int, int] | None = None
-    ) -> dict[Signal, list[tuple[int, float]]]:
-        """Every scored hit of each relevance signal, all queries together.
-
-        A message hit counts only among `archived` (the user's messages filed in a topic),
-        as in the fusion: the conversation going on, the turn's own question included
-        (once indexed, it is its own best hit), votes for no topic
-        and so is no evidence that memory holds anything on the turn. A passage hit counts
-        as a hit on the message that carried its document (`message_of`: passage id to
-        message id), as in the fusion: a document's text is what its message says."""
-        as_messages = message_of or {}
-
-        def passages(found: list[list[tuple[int, float]]]) -> list[list[tuple[int, float]]]:
-            return [[(as_messages[i], s) for i, s in hits if i in as_messages] for hits in found]
-
-        lists = {
-            "message_vectors": [
-                *self.vectors.get("messages", []),
-                *passages(self.vectors.get("passages", [])),
-            ],
-            "topic_vectors": self.vectors.get("topics", []),
-            "message_bm25": [*self.message_scored, *passages(self.passage_text)],
-            "topic_bm25": self.topic_scored,
-        }
-        messages = {"message_vectors", "message_bm25"}
-        return {
-            signal: [
-                hit
-                for hits in lists[signal]
-                for hit in hits
-                if signal not in messages or hit[0] in archived
-            ]
-            for signal in SIGNALS
-        }
-
-
-TOPIC_KINDS: tuple[VectorKind, ...] = ("topics", "messages", "passages")
-"""The vector kinds that vote for topics."""
-
-
-def find_hits(
-    deps: Deps,
-    context: ResponseContext,
-    queries: Sequence[str],
-    kinds: Sequence[VectorKind],
-    reads: VectorReads | None = None,
-) -> Hits:
-    """Every ranked list of a search, with one round trip per vector kind (all queries in
-    it) running concurrently with the full-text queries.
-
-    Each query is encoded once (the embedder's cache holds the turn's stored message, so
-    the raw text is not encoded again). Vector hits are ids only: they become records
-    through the user's relational rows, so a kind the user has no rows of (no documents,
-    no facts yet) is not asked: its lists are empty, as its hits would all be dropped.
-    """
-    user_id, limits, store = context.user_id, kind_limits(context), deps.store
-    reads = reads or VectorReads(deps.vectors, user_id)
-    vectors = [deps.embedder.encode_query(query) for query in queries]
-    held = store.holding(user_id, kinds)
-    pending = {k: _pool.submit(reads.nearest, k, vectors, limits[k]) for k in kinds if k in held}
-    topic_text = _pool.submit(
-        lambda: [
-            store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
-        ]
-    )
-    message_scored = [
-        message_search(store, user_id, query, context.message_hits_count) for query in queries
-    ]
-    passage_text = [
-        store.attachments.search(user_id, query, context.message_hits_count) for query in queries
-    ]
-    topic_scored = topic_text.result()
-    vector_hits = {
-        kind: pending[kind].result() if kind in pending else [[] for _ in queries] for kind in kinds
-    }
-    down = reads.unavailable is not None
-    found = [[i for i, _ in hits] for hits in (*message_scored, *vector_hits.get("messages", []))]
-    dated = dated_messages(store, context, queries, found)
-    return Hits(
-        vector_hits,
-        topic_scored,
-        message_scored,
-        passage_text,
-        vectors_down=down,
-        queries=queries,
-        dated=dated,
-    )
 
 
 def topic_candidates(
     deps: Deps, context: ResponseContext, queries: Sequence[str]
 ) -> list[TopicCandidate]:
     """The user's topic candidates, best first, at most `retrieved_topics_count` (`fuse_topics`)."""
-    return topic_search(deps, context, queries)[0]
-
-
-def topic_search(
-    deps: Deps,
-    context: ResponseContext,
-    queries: Sequence[str],
-    reads: VectorReads | None = None,
-) -> tuple[list[TopicCandidate], list[list[int]], list[list[int]]]:
-    """The user's topic candidates (`fuse_topics`), and each query's full-text and vector
-    message hits."""
-    hits = find_hits(deps, context, queries, TOPIC_KINDS, reads)
-    candidates = fuse_topics(deps, context, hits)
-    if not candidates:
-        return [], [], []
-    return candidates, hits.message_text, message_vector_ids(hits)
-
-
-def relevant(
-    deps: Deps,
-    context: ResponseContext,
-    hits: Hits,
-    topic_of: dict[int, int | None],
-    message_of: Mapping[int, int] | None = None,
-) -> bool:
-    """False when the floor is on and no signal's best hit clears it: memory holds nothing
-    on this (no candidates, so the reranker is skipped).
-
-    `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
-    the passage hits to their messages. The vector floors are those of a memory the
-    user's size (archived messages and topics, counted only as far as the floors grow).
-    Under every floor, a name the question shares with memory still makes it relevant,
-    and so does a day or month it names that memory holds messages of (`hits.dated`).
-    With the
-    vector index down the gate is open: the floors were calibrated on all four signals
-    together, and the full-text ones alone would turn away most questions memory holds
-    (the turn goes on with full-text search alone, every full-text hit voting)."""
-    if not context.relevance_floor or hits.vectors_down or hits.dated:
-        return True  # a day or month the question names holds archived messages
-    archived = {message_id for message_id, topic_id in topic_of.items() if topic_id is not None}
-    best = best_scores(hits.signals(archived, message_of))
-    if not any(score is not None for score in best.values()):
-        return False
-    most_messages, most_topics = message_curve(context).saturation, topic_curve(context).saturation
-    if clears_floor(best, floors_of(context, most_messages, most_topics)):
-        return True  # over the floors of a memory of any size: nothing to count
-    store, user_id = deps.store, context.user_id
-    messages = store.messages.archived_count(user_id, most_messages)
-    topics = store.topics.count(user_id, most_topics)
-    if clears_floor(best, floors_of(context, messages, topics)):
-        return True
-    return named_in_memory(deps, user_id, hits.queries)
-
-
-NAME_HITS = 20
-"""Full-text hits read per name: enough to find one where it is written as a name."""
-
-
-def named_in_memory(deps: Deps, user_id: int, queries: Sequence[str]) -> bool:
-    """Whether a name in the queries (`name_words`) is one the user's archived conversation
-    writes as a name too (`written_as_a_name`), found through the full-text index."""
-    store = deps.store
-    for word in {word: None for query in queries for word in name_words(query)}:
-        found = [i for i, _ in store.messages.search(user_id, word, NAME_HITS)]
-        archived = [i for i, topic in store.messages.topics_of(user_id, found).items() if topic]
-        rows = store.messages.by_ids(user_id, archived)
-        if written_as_a_name(word, [r["content"] for r in rows if r["kind"] == "conversation"]):
-            return True
-    return False
-
-
-def message_vector_ids(hits: Hits) -> list[list[int]]:
-    return [[i for i, _ in found] for found in hits.vectors["messages"]]
+    return fuse_topics(deps, context, find_hits(deps, context, queries, TOPIC_KINDS))
 
 
 def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicCandidate]:
@@ -315,7 +82,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         threshold = context.topics_threshold
         ranked_lists.append([i for i, similarity in topic_hits if similarity >= threshold])
         ranked_lists.append(topic_text)
-        message_lists.append([i for i, _ in message_hits[: context.message_hits_count]])
+        message_lists.append([i for i, _ in message_hits[: context.tuning.message_hits_count]])
         message_lists.append(message_text)
     message_of = passage_messages(deps, user_id, hits)
     passages = passage_lists(hits, message_of)  # per query: vectors, then full text
@@ -327,7 +94,7 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         return []
     for message_ids in message_lists:
         ranked_lists.append(topic_votes([topic_of.get(i) for i in message_ids]))
-    scores = rrf_scores(ranked_lists, context.rrf_k)
+    scores = rrf_scores(ranked_lists, context.tuning.rrf_k)
     fused = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
     ranked = best_message_order(
         store,
@@ -388,19 +155,14 @@ def best_above(
 
 
 def fact_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[FactCandidate]:
-    score = best_above(hits.vectors["facts"], context.facts_threshold)
+    score = best_above(hits.vectors["facts"], context.tuning.facts_threshold)
     facts = deps.store.facts.by_ids(context.user_id, list(score))
     fields = ("id", "content", "type", "importance")
     return [FactCandidate(**{k: f[k] for k in fields}, score=score[f["id"]]) for f in facts]
 
 
-def person_description(circle: str | None, aliases: Sequence[str], bio: str | None) -> str:
-    parts = [circle or "", f"aka {', '.join(aliases)}" if aliases else "", bio or ""]
-    return "; ".join(part for part in parts if part)
-
-
 def people_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[PersonCandidate]:
-    score = best_above(hits.vectors["people"], context.people_threshold)
+    score = best_above(hits.vectors["people"], context.tuning.people_threshold)
     return [
         PersonCandidate(
             id=person["id"],

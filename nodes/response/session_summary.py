@@ -142,7 +142,7 @@ def summariser_request(
     fresh = [m for m in older if previous is None or m["seq"] > previous["last_seq"]]
     return [
         SystemMessage(
-            prompt.SYSTEM.format(max_words=int(context.summary_budget_tokens * WORDS_PER_TOKEN))
+            prompt.SYSTEM.format(max_words=int(context.budgets.summary * WORDS_PER_TOKEN))
         ),
         HumanMessage(
             prompt.USER.format(
@@ -208,7 +208,7 @@ def make_extractive_summary(deps: Deps):
         context = runtime.context
         view = await asyncio.to_thread(current_view, deps, state, context)
         older = view.older_unarchived
-        max_chars = context.summary_budget_tokens * CHARS_PER_TOKEN
+        max_chars = context.budgets.summary * CHARS_PER_TOKEN
         saved = await asyncio.to_thread(
             deps.store.sessions.save_summary,
             context.user_id,

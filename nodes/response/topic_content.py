@@ -153,3 +153,8 @@ def make_get_topics_content_tool(deps: Deps) -> BaseTool:
         name=TOOL_NAME,
         description=TOOL_DESCRIPTION,
     )
+
+
+def person_description(circle: str | None, aliases: Sequence[str], bio: str | None) -> str:
+    parts = [circle or "", f"aka {', '.join(aliases)}" if aliases else "", bio or ""]
+    return "; ".join(part for part in parts if part)

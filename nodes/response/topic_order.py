@@ -75,7 +75,7 @@ def best_message_order(
     score, _ = message_scores(
         members,
         hit_lists,
-        context.rrf_k,
+        context.tuning.rrf_k,
         vector_lists=vector_lists,
         dated=dated,
         **speaker_rules(context, queries, list(found.values())),

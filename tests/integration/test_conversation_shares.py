@@ -57,7 +57,7 @@ def ranked_lines(deps: Deps, topics: list[int]) -> list[str]:
     hits = [[i for i, _ in deps.store.messages.search(USER, QUESTION, 10)]]
     members = [(topic_id, deps.store.messages.of_topic(USER, topic_id)) for topic_id in topics]
     content = {m["id"]: m["content"] for _, messages in members for m in messages}
-    order = rank_members(members, hits, context.rrf_k, context=context, queries=[QUESTION])
+    order = rank_members(members, hits, context.tuning.rrf_k, context=context, queries=[QUESTION])
     return [content[message_id] for _, message_id in order]
 
 

@@ -4,8 +4,6 @@ tests/unit/test_excerpt_ranking.py)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from core.context import ResponseContext
@@ -195,7 +193,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
     assert "sunset painting" in named and "mural" not in named and "harbour" not in named
     # Without the question's names (or with the rule off) the best full-text hits lead:
     # both of Caroline's lines, and no room is left for Melanie's answer.
-    off = replace(context, excerpt_named_speakers=False)
+    off = context.tuned(excerpt_named_speakers=False)
     for blind in (excerpt([]), excerpt([question], off)):
         assert "mural" in blind and "harbour" in blind and "sunset painting" not in blind
 
@@ -208,7 +206,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
         ],
         "message_hits": hits,
     }
-    small = replace(context, topics_budget_tokens=150)
+    small = context.budgeted(topics=150)
     layers = dict(recalled_sections(deps.store, USER, state, set(), small))
     shown = layers["topics"].text
     assert tokens(shown) <= 150

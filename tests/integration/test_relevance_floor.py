@@ -15,8 +15,9 @@ from app.turns import run_turn
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
+from nodes.response.gate import named_in_memory
 from nodes.response.offline_answer import WORDING
-from nodes.response.search import named_in_memory, topic_candidates
+from nodes.response.search import topic_candidates
 from stores.saved_sessions import read_session
 from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.paths import THREE_SITTINGS as SESSION
@@ -104,7 +105,9 @@ async def test_a_name_memory_writes_as_a_name_makes_a_question_relevant_under_ev
     )
     await archive_user(deps, USER, archive_all=True)
     assert named_in_memory(deps, USER, [question]) is named
-    candidates = topic_candidates(deps, ResponseContext(user_id=USER, **UNREACHABLE), [question])
+    candidates = topic_candidates(
+        deps, ResponseContext(user_id=USER).tuned(**UNREACHABLE), [question]
+    )
     assert bool(candidates) is named
     if named:  # and so with the everyday floors
         assert topic_candidates(deps, ResponseContext(user_id=USER), [question])

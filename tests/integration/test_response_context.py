@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.context import ResponseContext
+from core.context import Budgets, ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
 from core.state import ResponseState, SelectedTopic, TopicCandidate
@@ -144,9 +144,7 @@ async def test_the_sources_are_exactly_what_each_layer_kept(deps: Deps):
         selected_people=[{"id": person["id"], "reason": "asked"} for person in people],
     )
 
-    update = await make_assemble(deps)(
-        state, runtime(facts_budget_tokens=80, people_budget_tokens=80)
-    )
+    update = await make_assemble(deps)(state, runtime(budgets=Budgets(facts=80, people=80)))
 
     system, used = system_text(update), update["context_used"]
     kept_facts = [fact["id"] for fact in used["facts"] if not fact["core"]]
@@ -269,7 +267,7 @@ def stored_topics(deps: Deps) -> tuple[list[TopicCandidate], int]:
 
 
 def recalled_topics_layer(deps: Deps, state: ResponseState, budget: int):
-    context = ResponseContext(user_id=USER, now_iso=NOW, topics_budget_tokens=budget)
+    context = ResponseContext(user_id=USER, now_iso=NOW).budgeted(topics=budget)
     sections = dict(recalled_sections(deps.store, USER, state, set(), context))
     return sections["topics"]
 

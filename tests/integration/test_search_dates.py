@@ -100,7 +100,10 @@ def test_the_messages_of_a_named_day_with_the_ones_the_question_matches_first(
         cooking[1],
         cooking[3],
     ]
-    assert dated_messages(deps.store, context(message_hits_count=1), [question], []) == cooking[:1]
+    assert (
+        dated_messages(deps.store, context().tuned(message_hits_count=1), [question], [])
+        == cooking[:1]
+    )
     # A day without messages, or no date at all: nothing.
     assert dated_messages(deps.store, context(), ["What did I make on 1 May 2021?"], []) == []
     assert dated_messages(deps.store, context(), ["What did I make?"], []) == []
@@ -174,7 +177,7 @@ def test_the_context_keeps_the_named_days_messages_when_topics_do_not_fit(deps: 
         "message_hits": [[]],
         "message_dated": found["message_dated"],
     }
-    small = context(topics_budget_tokens=140)
+    small = context().budgeted(topics=140)
     shown = dict(recalled_sections(deps.store, USER, state, set(), small))["topics"].text
     assert any(line in shown for line in COOKING)
     assert not any(line in shown for line in GARDEN)

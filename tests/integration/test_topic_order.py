@@ -157,11 +157,9 @@ def test_the_vector_list_runs_deeper_for_the_messages_than_the_fusion_reads(deps
     deps.indexer.index_all(USER)
     context = ResponseContext(
         user_id=USER,
-        message_hits_count=3,
-        excerpt_vector_depth=7,
         topics_threshold=1.01,  # no topic vector votes: only the message vectors do
         relevance_floor=False,
-    )
+    ).tuned(message_hits_count=3, excerpt_vector_depth=7)
     question = "Which handicrafts does the family enjoy?"  # no word in common with any line
     assert deps.store.messages.search(USER, question, 10) == []
     found = hybrid_search(deps, context, [question])

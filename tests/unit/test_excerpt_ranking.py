@@ -3,18 +3,14 @@ context assembly makes with it on a real store: tests/integration/test_excerpts.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 import pytest
 
 from core.context import ResponseContext
 from core.records import Member
+from core.tuning import packaged_tuning
 from nodes.response.excerpts import (
-    LEAD_HITS,
-    NEIGHBOUR_HITS,
-    NEIGHBOUR_REACH,
-    NEIGHBOUR_WEIGHT,
     left_out,
     long_answers,
     message_scores,
@@ -22,6 +18,12 @@ from nodes.response.excerpts import (
     ranking_weights,
     replies_after,
 )
+
+PROFILE = packaged_tuning()
+LEAD_HITS = PROFILE.excerpt_lead_hits
+NEIGHBOUR_HITS = PROFILE.excerpt_neighbour_hits
+NEIGHBOUR_REACH = PROFILE.excerpt_neighbour_reach
+NEIGHBOUR_WEIGHT = PROFILE.excerpt_neighbour_weight
 
 adjacent = partial(rank_topic_messages, neighbour_weight=0.7, neighbour_reach=1)
 """The ranking whose worked examples below were done by hand with a hit lending 0.7 of its
@@ -136,7 +138,7 @@ def test_a_hit_by_a_speaker_the_question_leaves_out_only_lends_its_neighbours() 
 def test_a_context_can_turn_the_speaker_rule_off() -> None:
     authors = {1: "Melanie", 2: "Caroline"}
     on = ResponseContext(user_id=1)
-    off = ResponseContext(user_id=1, excerpt_named_speakers=False)
+    off = ResponseContext(user_id=1).tuned(excerpt_named_speakers=False)
     assert left_out(on, ["What has Melanie painted?"], authors) == {2}
     assert left_out(None, ["What has Melanie painted?"], authors) == {2}
     assert left_out(off, ["What has Melanie painted?"], authors) == set()
@@ -177,9 +179,9 @@ def test_a_hits_share_fades_with_each_place_away() -> None:
 
 def test_the_context_sets_the_neighbours_reach() -> None:
     assert ranking_weights(ResponseContext(user_id=1))["neighbour_reach"] == NEIGHBOUR_REACH
-    context = ResponseContext(user_id=1, excerpt_neighbour_reach=2)
+    context = ResponseContext(user_id=1).tuned(excerpt_neighbour_reach=2)
     assert ranking_weights(context)["neighbour_reach"] == 2
-    assert ranking_weights(None) == {}
+    assert ranking_weights(None) == ranking_weights(ResponseContext(user_id=1))
 
 
 def member(message_id: int, seq: int, ts: float, author: str | None) -> Member:
@@ -187,8 +189,8 @@ def member(message_id: int, seq: int, ts: float, author: str | None) -> Member:
 
 
 def test_replies_are_what_another_speaker_says_next_in_the_sitting() -> None:
-    context = ResponseContext(
-        user_id=1, chunk_interval_s=3600, topic_max_gap_s=6 * 3600, excerpt_neighbour_reach=3
+    context = ResponseContext(user_id=1, chunk_interval_s=3600, topic_max_gap_s=6 * 3600).tuned(
+        excerpt_neighbour_reach=3
     )
     # Given out of order. Ann asks (1), Bo answers (2) and goes on (3), Ann again (4),
     # Bo (5) after a 59-minute pause (the same sitting), Bo (6) after an hour (a new one).
@@ -208,7 +210,7 @@ def test_replies_are_what_another_speaker_says_next_in_the_sitting() -> None:
     }
     # Within the reach only, and never past a gap in the conversation (seq 7 is not
     # among them) nor where the time goes back (an older conversation stored later).
-    assert replies_after(messages, replace(context, excerpt_neighbour_reach=1))[1] == [(2, 1)]
+    assert replies_after(messages, context.tuned(excerpt_neighbour_reach=1))[1] == [(2, 1)]
     assert replies_after([member(1, 1, 0.0, "Ann"), member(8, 8, 5.0, "Bo")], context) == {}
     assert replies_after([member(1, 1, 50.0, "Ann"), member(2, 2, 5.0, "Bo")], context) == {}
     # Without an author, the role tells the speakers apart.
@@ -259,11 +261,14 @@ def row(message_id: int, role: str, chars: int) -> dict:
 
 
 def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> None:
-    limit = ResponseContext(user_id=1).excerpt_long_answer_chars
+    limit = ResponseContext(user_id=1).tuning.excerpt_long_answer_chars
     rows = [
         row(1, "user", limit * 3),
         row(2, "assistant", limit + 1),
         row(3, "assistant", limit),
     ]
     assert long_answers(rows, None) == {2}
-    assert long_answers(rows, ResponseContext(user_id=1, excerpt_long_answer_chars=10)) == {2, 3}
+    assert long_answers(rows, ResponseContext(user_id=1).tuned(excerpt_long_answer_chars=10)) == {
+        2,
+        3,
+    }

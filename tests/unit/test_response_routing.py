@@ -20,9 +20,9 @@ from graphs.response import build_response_graph
 from nodes.response.enrich import clean_query, make_enrich, raw_query
 from nodes.response.finalize import sanitize, strip_runaway_json
 from nodes.response.fusion import rrf_scores, topic_votes
+from nodes.response.hits import search_queries
 from nodes.response.offline_answer import language_of
 from nodes.response.respond import make_respond, reply_command, route_after_tools
-from nodes.response.search import search_queries
 
 USER = 1
 NOW = "2026-03-20T10:00:00+00:00"

@@ -9,17 +9,17 @@ from dataclasses import fields
 import pytest
 from pydantic import ValidationError
 
-from core.context import ResponseContext
+from core.context import Budgets, ResponseContext
 from core.settings import Settings
 
-BUDGETS = [field.name for field in fields(ResponseContext) if field.name.endswith("_budget_tokens")]
+BUDGETS = [field.name for field in fields(Budgets)]
 
 
 def test_every_layer_budget_is_a_setting_with_the_same_default():
     assert len(BUDGETS) == 8
-    defaults = ResponseContext(user_id=1)
+    defaults = ResponseContext(user_id=1).budgets
     for name in BUDGETS:
-        assert Settings.model_fields[name].default == getattr(defaults, name)
+        assert Settings.model_fields[f"{name}_budget_tokens"].default == getattr(defaults, name)
 
 
 def test_environment_variables_reach_the_context(monkeypatch: pytest.MonkeyPatch):
@@ -33,7 +33,7 @@ def test_environment_variables_reach_the_context(monkeypatch: pytest.MonkeyPatch
 
     context = ResponseContext.from_settings(settings, user_id=7, turn_id="tg-7-3")
 
-    assert (context.topics_budget_tokens, context.window_budget_tokens) == (1234, 0)
+    assert (context.budgets.topics, context.budgets.window) == (1234, 0)
     assert context.reranker_enabled is False
     assert (context.rerank_max_topics, context.rerank_timeout_s) == (2, 4.5)
     assert context.rerank_max_tool_calls == 1

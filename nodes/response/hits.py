@@ -1,0 +1,163 @@
+"""The ranked lists of one search: every kind of hit for each of the turn's queries."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from core.context import ResponseContext
+from core.deps import Deps
+from core.ports import VectorKind
+from nodes.response.dates import dated_messages
+from nodes.response.relevance import SIGNALS, Signal
+from nodes.response.speakers import message_search
+from nodes.response.vector_reads import VectorReads
+
+
+def search_queries(text: str, enriched: str | None) -> list[str]:
+    """The distinct, non-empty queries of a turn: the raw message first."""
+    queries: dict[str, str] = {}
+    for query in (text, enriched or ""):
+        key = " ".join(query.split()).casefold()
+        if key:
+            queries.setdefault(key, query.strip())
+    return list(queries.values())
+
+
+def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
+    return {
+        "topics": context.retrieved_topics_count,
+        "messages": max(context.tuning.message_hits_count, context.tuning.excerpt_vector_depth),
+        "facts": context.tuning.fact_candidates_count,
+        "people": context.tuning.people_candidates_count,
+        "passages": context.tuning.message_hits_count,
+    }
+
+
+@dataclass(frozen=True)
+class Hits:
+    """What one search found, per query (in the order of `queries`)."""
+
+    vectors: dict[VectorKind, list[list[tuple[int, float]]]]
+    """Nearest records of each kind searched: (id, cosine), best first. The messages run
+    `excerpt_vector_depth` deep; the fusion reads the first `message_hits_count`."""
+    topic_scored: list[list[tuple[int, float]]]
+    """BM25 over topic summaries: (topic id, score), best first."""
+    message_scored: list[list[tuple[int, float]]]
+    """BM25 over messages: (message id, score), best first."""
+    passage_text: list[list[tuple[int, float]]]
+    """BM25 over document passages: (passage id, score), best first."""
+    vectors_down: bool = False
+    """The vector index failed during the search: its lists are empty, not searched."""
+    queries: Sequence[str] = ()
+    """The queries searched, in order."""
+    dated: list[int] = field(default_factory=list)
+    """Archived messages written on the days and in the months the queries name
+    (`dated_messages`)."""
+
+    @property
+    def topic_text(self) -> list[list[int]]:
+        return [[i for i, _ in hits] for hits in self.topic_scored]
+
+    @property
+    def message_text(self) -> list[list[int]]:
+        return [[i for i, _ in hits] for hits in self.message_scored]
+
+    def signals(
+        self, archived: Container[int], message_of: Mapping[int, int] | None = None
+    ) -> dict[Signal, list[tuple[int, float]]]:
+        """Every scored hit of each relevance signal, all queries together.
+
+        A message hit counts only among `archived` (the user's messages filed in a topic),
+        as in the fusion: the conversation going on, the turn's own question included
+        (once indexed, it is its own best hit), votes for no topic
+        and so is no evidence that memory holds anything on the turn. A passage hit counts
+        as a hit on the message that carried its document (`message_of`: passage id to
+        message id), as in the fusion: a document's text is what its message says."""
+        as_messages = message_of or {}
+
+        def passages(found: list[list[tuple[int, float]]]) -> list[list[tuple[int, float]]]:
+            return [[(as_messages[i], s) for i, s in hits if i in as_messages] for hits in found]
+
+        lists = {
+            "message_vectors": [
+                *self.vectors.get("messages", []),
+                *passages(self.vectors.get("passages", [])),
+            ],
+            "topic_vectors": self.vectors.get("topics", []),
+            "message_bm25": [*self.message_scored, *passages(self.passage_text)],
+            "topic_bm25": self.topic_scored,
+        }
+        messages = {"message_vectors", "message_bm25"}
+        return {
+            signal: [
+                hit
+                for hits in lists[signal]
+                for hit in hits
+                if signal not in messages or hit[0] in archived
+            ]
+            for signal in SIGNALS
+        }
+
+
+TOPIC_KINDS: tuple[VectorKind, ...] = ("topics", "messages", "passages")
+"""The vector kinds that vote for topics."""
+
+
+def find_hits(
+    deps: Deps,
+    context: ResponseContext,
+    queries: Sequence[str],
+    kinds: Sequence[VectorKind],
+    reads: VectorReads | None = None,
+) -> Hits:
+    """Every ranked list of a search, with one round trip per vector kind (all queries in
+    it) running concurrently with the full-text queries.
+
+    Each query is encoded once (the embedder's cache holds the turn's stored message, so
+    the raw text is not encoded again). Vector hits are ids only: they become records
+    through the user's relational rows, so a kind the user has no rows of (no documents,
+    no facts yet) is not asked: its lists are empty, as its hits would all be dropped.
+    """
+    user_id, limits, store = context.user_id, kind_limits(context), deps.store
+    reads = reads or VectorReads(deps.vectors, user_id)
+    vectors = [deps.embedder.encode_query(query) for query in queries]
+    held = store.holding(user_id, kinds)
+    pending = {
+        k: deps.search_threads.submit(reads.nearest, k, vectors, limits[k])
+        for k in kinds
+        if k in held
+    }
+    topic_text = deps.search_threads.submit(
+        lambda: [
+            store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
+        ]
+    )
+    message_scored = [
+        message_search(store, user_id, query, context.tuning.message_hits_count)
+        for query in queries
+    ]
+    passage_text = [
+        store.attachments.search(user_id, query, context.tuning.message_hits_count)
+        for query in queries
+    ]
+    topic_scored = topic_text.result()
+    vector_hits = {
+        kind: pending[kind].result() if kind in pending else [[] for _ in queries] for kind in kinds
+    }
+    down = reads.unavailable is not None
+    found = [[i for i, _ in hits] for hits in (*message_scored, *vector_hits.get("messages", []))]
+    dated = dated_messages(store, context, queries, found)
+    return Hits(
+        vector_hits,
+        topic_scored,
+        message_scored,
+        passage_text,
+        vectors_down=down,
+        queries=queries,
+        dated=dated,
+    )
+
+
+def message_vector_ids(hits: Hits) -> list[list[int]]:
+    return [[i for i, _ in found] for found in hits.vectors["messages"]]
