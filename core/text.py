@@ -12,7 +12,8 @@ PROMPT_TAGS = frozenset(
     {
         "caption", "chunk", "conversation", "old_summary", "current_message", "date",
         "earlier_in_conversation",
-        "facts", "instruction", "known_facts", "known_people", "messages", "new_messages",
+        "facts", "instruction", "known_facts", "known_people", "memory", "messages",
+        "new_messages", "now", "previous_runs", "task",
         "output", "people", "people_candidates", "previous_summary", "protocol", "query",
         "recalled_topics", "recent_messages", "rules", "session_summary", "sitting", "summary",
         "system", "topic", "topic_candidates", "tool", "user", "assistant", "user_profile",
