@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.views import answer_view, conversations_of
+from app.views import answer_view, conversations_by_topic
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import FactRow
@@ -30,10 +30,7 @@ def timeline(deps: Deps, user_id: int, query: str = "", since: str = "", until: 
         topics = sorted(store.topics.by_ids(user_id, ids), key=lambda t: order[t["id"]])
     else:
         topics = sorted(store.topics.all_of(user_id), key=lambda t: t["last_message_at"])[::-1]
-    titles = store.sessions.titles(user_id)
-    members = (
-        store.messages.external_ids_by_topic(user_id, [t["id"] for t in topics]) if titles else {}
-    )
+    conversations = conversations_by_topic(store, user_id, [topic["id"] for topic in topics])
     return [
         {
             "id": topic["id"],
@@ -41,7 +38,7 @@ def timeline(deps: Deps, user_id: int, query: str = "", since: str = "", until: 
             "first_message_at": topic["first_message_at"],
             "last_message_at": topic["last_message_at"],
             "message_count": topic["message_count"],
-            "conversations": conversations_of(members.get(topic["id"], []), titles),
+            "conversations": conversations[topic["id"]],
         }
         for topic in topics
         if (not since or topic["last_message_at"] >= since)

@@ -47,6 +47,16 @@ def topic_view(deps: Deps, user_id: int, topics: Sequence[TopicRow]) -> list[dic
     ]
 
 
+def conversations_by_topic(
+    store: Store, user_id: int, topic_ids: Sequence[int]
+) -> dict[int, list[str]]:
+    """Each topic's imported conversations' titles (`conversations_of`); empty lists for a
+    user who imported none."""
+    titles = store.sessions.titles(user_id)
+    members = store.messages.external_ids_by_topic(user_id, topic_ids) if titles else {}
+    return {topic_id: conversations_of(members.get(topic_id, []), titles) for topic_id in topic_ids}
+
+
 def conversations_of(external_ids: Sequence[str], titles: Mapping[str, str]) -> list[str]:
     """The titles of the imported conversations these messages came from, first seen first
     (a message's conversation key is its external id less the last `:` part)."""

@@ -109,20 +109,21 @@ try:
     exec(payload) if kind == "code" else runpy.run_module(payload, run_name="__main__")
 except SystemExit:
     pass
-print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+sys.stdout.flush()
+print("\\npeak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
 def child(args: list[str]) -> tuple[str, float, float]:
-    """Run a Python child (`code SOURCE …` or `module NAME …`); its stdout, wall seconds and
-    peak RSS in MB."""
+    """Run a Python child (`code SOURCE …` or `module NAME …`), its stderr (the import's
+    progress) passed through; its stdout, wall seconds and peak RSS in MB."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", PEAK, *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PEAK, *args], stdout=subprocess.PIPE, text=True, check=True
     )
     wall = time.perf_counter() - start
-    peak = int(done.stderr.rsplit("peak", 1)[1]) / 1024
-    return done.stdout.strip(), wall, peak
+    out, peak = done.stdout.rsplit("\npeak", 1)
+    return out.strip(), wall, int(peak) / 1024
 
 
 def main() -> None:
@@ -143,11 +144,12 @@ def main() -> None:
         generate(small, options.archive, chats=2)
         data = Path(folder) / "data"
         command = ["module", "cli.main", "import", "telegram", str(small), "--data-dir", str(data)]
-        _, wall, peak = child([*command, "--json"])
-        rate = options.archive / wall
+        out, wall, peak = child([*command, "--json"])
+        report = json.loads(out)
         print(
-            f"\nimport (store, index, archive) of {options.archive} messages, no model: "
-            f"{wall:.1f} s, {rate:.1f} messages/s, peak RSS {peak:.0f} MB"
+            f"\nimport (store, index, archive) of {report['messages']} messages, no model: "
+            f"{wall:.1f} s, {report['messages'] / wall:.1f} messages/s, "
+            f"{len(report['topics'])} topics, peak RSS {peak:.0f} MB"
         )
 
 

@@ -15,7 +15,7 @@ from aiogram.enums import ParseMode
 from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import BufferedInputFile, Message
 
-from app.views import export_user
+from app.views import conversations_by_topic, export_user
 from bot.render import escape, shorten
 from bot.routers.callbacks import Only, forget_menu
 from bot.sending import send_html
@@ -74,8 +74,12 @@ async def memory(message: Message, bot: Bot, deps: Deps, texts: Texts) -> None:
         sections.append("\n".join([texts.memory_people, *lines]))
     if topics:
         recent = sorted(topics, key=lambda topic: topic["last_message_at"])[-MEMORY_TOPICS_SHOWN:]
+        titles = await asyncio.to_thread(
+            conversations_by_topic, store, user_id, [topic["id"] for topic in recent]
+        )
         lines = [
             f"• {escape(topic['last_message_at'][:10])}: {escape(shorten(topic['summary'], 300))}"
+            + "".join(f"\n  ↳ {escape(title)}" for title in titles[topic["id"]])
             for topic in reversed(recent)
         ]
         sections.append("\n".join([texts.memory_topics, *lines]))

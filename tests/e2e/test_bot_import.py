@@ -88,6 +88,11 @@ async def test_an_export_is_offered_imported_with_progress_and_kept_apart(
         alice_people = {p["name"] for p in running.deps.store.people.all_of(ALICE.id)}
         assert "Олег" in alice_people
         assert not running.deps.store.people.all_of(BORIS.id)
+        for user, shown, hidden in [(BORIS, "↳ Sourdough", "Олег"), (ALICE, "↳ Олег", "Sourdough")]:
+            before = len(running.api.sent_messages(user.id))
+            running.api.send_text(user, "/memory")
+            reply = (await running.api.wait_for_sent(user.id, before + 1))[-1].params["text"]
+            assert shown in reply and hidden not in reply, reply
 
 
 async def test_a_file_over_the_download_limit_is_sent_to_the_command_line(
