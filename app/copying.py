@@ -34,12 +34,15 @@ TABLES: tuple[str, ...] = (
     "vector_pending",
     "vector_index",
     "conversation_titles",
+    "tasks",
+    "task_runs",
 )
 """Every table of the store, parents first (messages point at topics, answers at
-messages, passages at attachments)."""
+messages, passages at attachments, task runs at tasks); the full-text indexes are rebuilt
+by the target's triggers."""
 
 IDENTITIES = ("topics", "messages", "facts", "fact_history", "people", "attachments",
-              "passages", "message_edits")  # fmt: skip
+              "passages", "message_edits", "tasks", "task_runs")  # fmt: skip
 BATCH = 1000
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from app.copying import copy_store
+from app.copying import TABLES, copy_store
+from app.tasks import add_task, set_user_timezone
 from app.memory import archive_user
 from bench.locomo import load_conversations
 from cli.main import main
@@ -277,10 +278,13 @@ def test_copy_round_trips_a_locomo_conversation(
             deps.store.facts.add(3, "Caroline is a counsellor", "identity", 70)
             fact = deps.store.facts.add(3, "Melanie paints", "context", 40)
             deps.store.facts.update(3, fact["id"], content="Melanie paints sunsets")
+            add_task(deps, 3, "every Monday at 9:00", "weekly review")
+            set_user_timezone(deps, 3, "Lisbon")
         finally:
             deps.close()
     before, after = copy_and_export(source_dir, 3)
     assert len(before["messages"]) == len(conversation.messages) and len(before["topics"]) > 10
+    assert [task["request"] for task in before["tasks"]] == ["weekly review"]
     assert after == before
     store = RelationalStore(database())
     try:  # the copy goes on: new rows get new ids after the copied ones
@@ -356,3 +360,16 @@ def test_replicas_storing_one_users_messages_at_once_number_them_all(store_engin
     finally:
         for store in stores:
             store.close()
+
+
+def test_copy_knows_every_table_of_the_store(tmp_path: Path) -> None:
+    store = RelationalStore(tmp_path / "topica.sqlite3")
+    try:
+        tables = {
+            name
+            for (name,) in store.db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not name.startswith("sqlite_") and "_fts" not in name
+        }
+    finally:
+        store.close()
+    assert tables == set(TABLES)
