@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from app.copying import TABLES, copy_store
-from app.tasks import add_task, set_user_timezone
 from app.memory import archive_user
+from app.tasks import add_task, set_user_timezone
 from bench.locomo import load_conversations
 from cli.main import main
 from core.errors import StoreError
