@@ -39,7 +39,7 @@ async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) ->
     from bench.harness import evaluate
     from bench.report import require_plots
     from bench.terminal import show_eval
-    from cli.output import console, out, print_json
+    from cli.output import console, print_result
 
     if benchmark_name == "beam":
         from bench.beam import BEAM as benchmark
@@ -73,10 +73,7 @@ async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) ->
         )
     except ValueError as error:
         raise CommandError(str(error)) from None
-    if args.json:
-        print_json(result)
-    else:
-        show_eval(result, out)
+    print_result(result, show_eval, args.json)
 
 
 @subcommand("locomo", "json", configure=locomo_arguments, group="eval")
@@ -145,7 +142,7 @@ def floor_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
     """calibrate the relevance floor of each retrieval signal, checked leave-one-out"""
     from bench.relevance_floor import eval_floor, save_profile, show_floor
-    from cli.output import console, out, print_json
+    from cli.output import console, out, print_result
 
     for path in (args.data, args.unrelated):
         if not path.is_file():
@@ -155,12 +152,9 @@ async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
     )
     if args.save:
         result["profile"] = str(save_profile(result, deps.settings))
-    if args.json:
-        print_json(result)
-    else:
-        show_floor(result, out)
-        if args.save:
-            out.print(f"Calibration profile written: {result['profile']}")
+    print_result(result, show_floor, args.json)
+    if args.save and not args.json:
+        out.print(f"Calibration profile written: {result['profile']}")
 
 
 def bench_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -174,17 +168,14 @@ async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
     from bench.report import require_plots
     from bench.scale import bench_search
     from bench.scale_report import show_bench, write_bench
-    from cli.output import out, print_json
+    from cli.output import print_result
 
     if args.out is not None:
         require_plots()
     result = await bench_search([int(size) for size in args.topics.split(",")])
     if args.out is not None:
         write_bench(result, args.out)
-    if args.json:
-        print_json(result)
-    else:
-        show_bench(result, out)
+    print_result(result, show_bench, args.json)
 
 
 def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
@@ -201,17 +192,14 @@ def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
 async def cmd_bench_cost(args: argparse.Namespace, deps: Deps) -> None:
     """LLM calls and prompt tokens by agent, against a scripted model on loopback"""
     from bench.cost import bench_cost, show_cost
-    from cli.output import out, print_json
+    from cli.output import print_result
 
     if args.session is not None and not args.session.is_file():
         raise CommandError(f"{args.session}: no such file")
     if args.turns < 1:
         raise CommandError("--turns must be at least 1")
     result = await bench_cost(args.session, args.turns, live=args.live)
-    if args.json:
-        print_json(result)
-    else:
-        show_cost(result, out)
+    print_result(result, show_cost, args.json)
 
 
 def bench_models_arguments(parser: argparse.ArgumentParser) -> None:

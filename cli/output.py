@@ -6,7 +6,7 @@ import json
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,14 @@ def copy_table(copied: Sequence[Any]) -> Table:
 
 def print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def print_result(result: Any, show: Callable[[Any, Console], None], as_json: bool) -> None:
+    """A command's result: as JSON on stdout (`--json`), else drawn by `show` on `out`."""
+    if as_json:
+        print_json(result)
+    else:
+        show(result, out)
 
 
 def show_ingest(result: dict[str, Any], path: Path | str) -> None:

@@ -13,7 +13,7 @@ ids in the chunk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langgraph.runtime import Runtime
 
@@ -121,27 +121,30 @@ def _span(
     return start, end
 
 
-def _runs(positions: list[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
+def _grouped(positions: list[int], joins: Callable[[int, int], bool]) -> list[list[int]]:
+    """`positions` cut into consecutive groups: a position joins the group before it when
+    `joins(last position of that group, position)`."""
+    groups: list[list[int]] = []
     for position in positions:
-        if runs and runs[-1][-1] == position - 1:
-            runs[-1].append(position)
+        if groups and joins(groups[-1][-1], position):
+            groups[-1].append(position)
         else:
-            runs.append([position])
-    return runs
+            groups.append([position])
+    return groups
+
+
+def _runs(positions: list[int]) -> list[list[int]]:
+    return _grouped(positions, lambda last, position: last == position - 1)
 
 
 def _cut_at_gaps(
     positions: list[int], messages: Sequence[MessageRow], max_gap_s: float
 ) -> list[list[int]]:
     """Pieces of `positions` between which consecutive messages lie over `max_gap_s` apart."""
-    pieces: list[list[int]] = []
-    for position in positions:
-        if pieces and messages[position]["ts"] - messages[pieces[-1][-1]]["ts"] <= max_gap_s:
-            pieces[-1].append(position)
-        else:
-            pieces.append([position])
-    return pieces
+    return _grouped(
+        positions,
+        lambda last, position: messages[position]["ts"] - messages[last]["ts"] <= max_gap_s,
+    )
 
 
 def _cut_to_size(

@@ -151,14 +151,9 @@ def apply_fact(
     the report counter it adds to, if any."""
     if action.action == "add" and action.content.strip().casefold() in known:
         return None
+    shared = action.model_dump(include={"action", "content", "importance", "reason"})
     change = FactChange(
-        action=action.action,
-        fact_id=action.id,
-        content=action.content,
-        fact_type=action.type,
-        importance=action.importance,
-        reason=action.reason,
-        topic_id=source_topic(batch, action),
+        **shared, fact_id=action.id, fact_type=action.type, topic_id=source_topic(batch, action)
     )
     try:
         fact = apply_fact_change(store, user_id, change)

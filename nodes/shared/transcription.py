@@ -7,7 +7,6 @@ one langchain-openai uses), so its error mapping and timeouts are the real ones.
 
 from __future__ import annotations
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 from core.settings import Settings
@@ -60,6 +59,8 @@ async def transcribe(
     `APITimeoutError`, `APIConnectionError`) when the call fails."""
     if not base_url:
         raise NoTranscriptionEndpoint("no transcription endpoint is configured")
+    import openai  # the client library loads on the first transcription, not with the graph
+
     key = settings.transcription_api_key
     client = openai.AsyncOpenAI(
         base_url=base_url,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
-from langchain_openai import ChatOpenAI
 
 from app.memory import archive_user
 from core.deps import Deps
@@ -19,6 +19,9 @@ from core.records import NewMessage
 from tests.support import openai_server as wire
 from tests.support.models import with_models
 from tests.support.openai_server import ScriptedOpenAI, Step
+
+if TYPE_CHECKING:
+    from langchain_openai import ChatOpenAI
 
 ANSWERED_BUDGET_S = 10.0
 """The client's timeout when every scripted step answers. The server shares the test's event

@@ -38,12 +38,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aiohttp import web
-from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 from core.models import openai_chat_model
+
+if TYPE_CHECKING:  # the client library loads when a test builds a client, not at collection
+    from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 __all__ = [
     "Delay",
@@ -441,12 +443,16 @@ class ScriptedOpenAI:
         (`core.models.openai_chat_model`); retries are off by default so that every
         scripted step maps to exactly one HTTP request."""
         model = openai_chat_model("scripted", self.base_url, "test", timeout, max_retries)
+        from langchain_openai import ChatOpenAI
+
         assert isinstance(model, ChatOpenAI)
         return model
 
     def embeddings_model(self, http_client: Any = None) -> OpenAIEmbeddings:
         """The real `OpenAIEmbeddings` client pointed at this server (model `scripted-embed`),
         on `http_client` if given (an `httpx.AsyncClient` the caller closes)."""
+        from langchain_openai import OpenAIEmbeddings
+
         return OpenAIEmbeddings(
             **self._client_options("scripted-embed"),
             check_embedding_ctx_length=False,
