@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -16,24 +15,13 @@ from bot.task_texts import ENGLISH_TASKS, RUSSIAN_TASKS
 from core.deps import Deps
 from core.records import parse_timestamp
 from tests.support.bot_api_server import ApiCall, FakeUser
-from tests.support.bot_harness import RunningBot, running_bot
+from tests.support.bot_harness import RunningBot, buttons, command, running_bot
 
 pytestmark = pytest.mark.timeout(120)
 
 ALICE = FakeUser(101, "Alice", "en")
 BORIS = FakeUser(202, "Борис", "ru")
 FAST = {"task_poll_s": 0.2, "turn_wait_s": 0.1}
-
-
-def buttons(call: ApiCall) -> list[dict[str, Any]]:
-    markup = call.params.get("reply_markup") or {}
-    return [button for row in markup.get("inline_keyboard", []) for button in row]
-
-
-async def command(running: RunningBot, user: FakeUser, text: str) -> ApiCall:
-    before = len(running.api.sent_messages(user.id))
-    running.api.send_text(user, text)
-    return (await running.api.wait_for_sent(user.id, before + 1))[-1]
 
 
 async def press(running: RunningBot, user: FakeUser, menu: ApiCall, button: dict) -> str:
