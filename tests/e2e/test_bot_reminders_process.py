@@ -62,7 +62,8 @@ async def restart_and_deliver(api: FakeBotAPI, tmp_path: Path, bot: BotProcess) 
     finally:
         status = await bot.stop()
     assert status == 0, bot.log()
-    assert reminders(api) == [REMINDER]
+    [sent] = reminders(api)
+    assert sent.startswith(REMINDER), "once; marked late when the restart took over a minute"
 
 
 async def test_a_reminder_arrives_once_near_its_time(tmp_path: Path) -> None:
