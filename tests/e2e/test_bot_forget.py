@@ -6,7 +6,6 @@ photos cannot be read here."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,23 +15,12 @@ from bot.texts import ENGLISH, RUSSIAN
 from core.deps import Deps
 from core.records import NewMessage
 from tests.support.bot_api_server import ApiCall, FakeUser
-from tests.support.bot_harness import RunningBot, running_bot
+from tests.support.bot_harness import RunningBot, buttons, command, running_bot
 
 pytestmark = pytest.mark.timeout(90)
 
 ALICE = FakeUser(101, "Alice", "en")
 BORIS = FakeUser(202, "Борис", "ru")
-
-
-def buttons(call: ApiCall) -> list[dict[str, Any]]:
-    markup = call.params.get("reply_markup") or {}
-    return [button for row in markup.get("inline_keyboard", []) for button in row]
-
-
-async def command(running: RunningBot, user: FakeUser, text: str) -> ApiCall:
-    before = len(running.api.sent_messages(user.id))
-    running.api.send_text(user, text)
-    return (await running.api.wait_for_sent(user.id, before + 1))[-1]
 
 
 async def press(running: RunningBot, user: FakeUser, menu: ApiCall, button: dict) -> ApiCall:

@@ -20,7 +20,7 @@ from aiogram import Dispatcher
 from app.turns import TurnRequest
 from bot.app import build_bot, build_dispatcher, make_turn, run_polling
 from core.deps import Deps
-from tests.support.bot_api_server import FakeBotAPI, FakeUser
+from tests.support.bot_api_server import ApiCall, FakeBotAPI, FakeUser
 
 
 @dataclass
@@ -43,6 +43,19 @@ class RunningBot:
 
     def turns_of(self, user: FakeUser) -> list[TurnRecord]:
         return [turn for turn in self.turns if turn.user_id == user.id]
+
+
+def buttons(call: ApiCall) -> list[dict[str, Any]]:
+    """The inline buttons under a message the bot sent, row after row."""
+    markup = call.params.get("reply_markup") or {}
+    return [button for row in markup.get("inline_keyboard", []) for button in row]
+
+
+async def command(running: RunningBot, user: FakeUser, text: str) -> ApiCall:
+    """Send `text` as `user`; the bot's next message to them."""
+    before = len(running.api.sent_messages(user.id))
+    running.api.send_text(user, text)
+    return (await running.api.wait_for_sent(user.id, before + 1))[-1]
 
 
 async def round_trips(
