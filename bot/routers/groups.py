@@ -5,7 +5,8 @@ This router comes first. In a group or supergroup every command (`/memory`, `/ex
 replying to it) gets one reply in the user's language: talk to me privately. Other group
 messages get nothing. Buttons pressed on a message in a group (Sources, /forget's
 confirmations) are refused with an alert and change nothing. Group messages are stored
-only with `TOPICA_GROUP_MEMORY=true` (`StoreIncomingMiddleware`), and never answered.
+only with `TOPICA_GROUP_MEMORY=true` (`StoreIncomingMiddleware`), and never answered;
+then their edits are kept as a private chat's are (`bot.routers.messages.on_edit`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,21 @@ from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
 from aiogram.types import CallbackQuery, Message
 
+from bot.routers.messages import on_edit
 from bot.texts import Texts
-from bot.updates import is_command
+from bot.updates import is_command, is_said
+from core.settings import Settings
 from core.tracing import user_key
 
 log = logging.getLogger(__name__)
 
 IN_GROUP = F.chat.type != ChatType.PRIVATE
 PRESSED_IN_GROUP = F.message.chat.type != ChatType.PRIVATE
+
+
+def remembered_in_group(message: Message, settings: Settings) -> bool:
+    """A group message kept in its sender's memory (`TOPICA_GROUP_MEMORY`)."""
+    return settings.group_memory and is_said(message)
 
 
 async def addressed_to_bot(message: Message, bot: Bot) -> bool:
@@ -58,5 +66,6 @@ async def on_group_button(query: CallbackQuery, texts: Texts) -> None:
 def build_router() -> Router:
     router = Router(name="groups")
     router.message.register(on_group_message, IN_GROUP)
+    router.edited_message.register(on_edit, IN_GROUP, remembered_in_group)
     router.callback_query.register(on_group_button, PRESSED_IN_GROUP)
     return router

@@ -9,6 +9,11 @@ from core.records import MEMORY_KIND, TopicRow, now_iso
 from stores.relational.database import Repository
 from stores.relational.rows import mark_pending, placeholders, timestamp, topic_row
 
+NOT_STALE = (
+    "AND NOT EXISTS (SELECT 1 FROM stale_topics s WHERE s.user_id = r.user_id "
+    "AND s.topic_id = r.id)"
+)
+
 
 class TopicRepository(Repository):
     def save(self, user_id: int, drafts: Sequence[tuple[str, Sequence[int]]]) -> list[TopicRow]:
@@ -238,5 +243,7 @@ class TopicRepository(Repository):
         return self.get(user_id, topic_id)
 
     def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
-        """BM25 over the user's topic summaries: (topic id, score), best first."""
-        return self._db.fulltext("topics", user_id, text, limit)
+        """BM25 over the user's topic summaries: (topic id, score), best first. A stale
+        topic (a message of it edited since its summary was written) is left out until it
+        is summarised again, so its old words find nothing."""
+        return self._db.fulltext("topics", user_id, text, limit, NOT_STALE)

@@ -136,3 +136,12 @@ async def test_group_memory_stores_but_never_answers(make_deps: Callable[..., De
             "Dinner on Saturday at 7 at our place.",
             "@topica_test_bot when is dinner?",
         ]
+
+        api.edit_text(said, "Dinner on Saturday at 8 at our place.")
+        await api.wait_until(
+            lambda: deps.store.messages.edits(ALICE.id), what="the group edit kept"
+        )
+        [edit] = deps.store.messages.edits(ALICE.id)
+        assert edit["new_content"] == "Dinner on Saturday at 8 at our place."
+        assert deps.store.messages.all_of(ALICE.id)[0]["content"] == edit["new_content"]
+        assert len(api.sent_messages(group["id"])) == 1, "an edit gets no reply"

@@ -1,7 +1,8 @@
 """Fuzz tier for the model boundary: a scripted OpenAI-compatible server on loopback
 streams arbitrary text (lone surrogates and NUL included), tool calls with arbitrary
-arguments, broken JSON and arbitrary transcription bodies. Every call ends with a reply
-whose strings any encoder takes, or with a typed fallback; no exception escapes."""
+arguments, broken JSON, arbitrary reranker answers and arbitrary transcription bodies.
+Every call ends with a reply whose strings any encoder takes, or with a typed fallback;
+no exception escapes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
 from core.models import ModelRegistry
+from core.records import ID_RANGE
 from core.settings import Settings
+from nodes.response.rerank_selection import TOOL_NAME, parse_answer, requested_topic_ids
 from nodes.shared.agent import AgentReply, call_agent, call_agent_json
 from nodes.shared.transcription import InvalidTranscription, transcribe
 from tests.support.openai_server import RawBody, ScriptedOpenAI, raw_content, reply, tool_call
@@ -46,7 +49,11 @@ class Boundary:
         self.runner = asyncio.Runner()
         self.server = self.runner.run(ScriptedOpenAI().start())
         self.models = ModelRegistry.fixed(
-            {"responder": self.server.chat_model(timeout=10), "archivist": self.server.chat_model()}
+            {
+                "responder": self.server.chat_model(timeout=10),
+                "archivist": self.server.chat_model(),
+                "reranker": self.server.chat_model(),
+            }
         )
 
     def run(self, coroutine: Any) -> Any:
@@ -74,7 +81,8 @@ def checked(result: Any) -> Any:
     if isinstance(result, AgentFallback):
         assert result.reason in ("empty_reply", "invalid_output"), result
         return None
-    encodable(result.value if isinstance(result.value, str) else result.value.model_dump())
+    value = result.value
+    encodable(value.model_dump() if isinstance(value, BaseModel) else value)
     encodable(result.message.content)
     encodable(result.message.tool_calls)
     return result.value
@@ -127,6 +135,49 @@ def test_broken_json_for_a_schema(boundary: Boundary) -> None:
         )
         value = checked(result)
         assert value is None or isinstance(value, Verdict)
+
+    case()
+
+
+RERANKER_ANSWERS = (
+    st.text(max_size=80)
+    | JSON_VALUES.map(json.dumps)
+    | st.fixed_dictionaries(
+        {"topics": st.lists(JSON_VALUES | st.integers(), max_size=3)},
+        optional={"people": st.lists(JSON_VALUES, max_size=2)},
+    ).map(json.dumps)
+)
+
+
+@fuzz_with_boundary
+def test_reranker_answers_and_requests(boundary: Boundary) -> None:
+    @FUZZ
+    @given(
+        answer=RERANKER_ANSWERS,
+        args=st.dictionaries(st.just("ids") | st.text(max_size=4), JSON_VALUES, max_size=2),
+    )
+    def case(answer: str, args: dict[str, Any]) -> None:
+        boundary.server.clear_script()
+        boundary.server.script(tool_call(TOOL_NAME, args), raw_content(answer))
+        request = boundary.run(
+            call_agent(boundary.models, "reranker", QUESTION, user_id=1, parse=requested_topic_ids)
+        )
+        ids = checked(request)
+        assert ids is None or all(isinstance(i, int) and i in ID_RANGE for i in ids)
+        final = checked(
+            boundary.run(
+                call_agent(
+                    boundary.models,
+                    "reranker",
+                    QUESTION,
+                    user_id=1,
+                    parse=lambda message: parse_answer(message.text),
+                )
+            )
+        )
+        if final is not None:
+            encodable(final)
+            assert all(topic["id"] in ID_RANGE for topic in final["topics"])
 
     case()
 

@@ -63,8 +63,14 @@ def test_an_edit_of_an_archived_message_marks_its_topic_until_summarised_again(
     assert store.topics.users_with_stale() == [1]
     assert store.topics.stale(2) == []
 
+    assert store.topics.search(1, "bakery nine", 5) == [], "the old summary is not searched"
+    other = store.messages.add(2, make_messages(["We meet at the bakery"]))
+    [kept] = store.topics.save(2, [("Meeting at the bakery at nine", [other[0]["id"]])])
+    assert [i for i, _ in store.topics.search(2, "bakery nine", 5)] == [kept["id"]]
+
     store.vector_queue.clear(1, "topics", [topic["id"]])
     again = store.topics.resummarise(1, topic["id"], "Meeting at the bakery at ten")
+    assert [i for i, _ in store.topics.search(1, "bakery ten", 5)] == [topic["id"]]
     assert again["summary"] == "Meeting at the bakery at ten"
     assert again["size_chars"] == len("We meet at the bakery") + len("At ten")
     assert store.topics.stale(1) == []
