@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -103,6 +104,7 @@ async def answer_stored(
     parts: list[dict[str, Any]] | None = None,
     group_ids: list[int] | None = None,
     on_text: OnText | None = None,
+    started: float | None = None,
 ) -> dict[str, Any]:
     """Run the compiled response graph on a stored message; the turn's result.
 
@@ -112,7 +114,9 @@ async def answer_stored(
     the responder sees with the text (the memory-only path, having no model, works from the
     text alone).
     `external_id` is also the turn's id: opened in `deps.stops`, the answer can be stopped
-    while `on_text` streams it."""
+    while `on_text` streams it. The turn's deadline counts from `started`
+    (`time.monotonic()`; by default now)."""
+    started = time.monotonic() if started is None else started
     text = valid_text(text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
@@ -131,7 +135,7 @@ async def answer_stored(
         turn_input["group_message_ids"] = group_ids
     progress = Progress()
     run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
-    state = await within_deadline(deps, run, progress, turn_input, config, context)
+    state = await within_deadline(deps, run, progress, turn_input, config, context, started)
     result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
     return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
 
@@ -203,6 +207,7 @@ async def answer_turn(
     on_text: OnText | None = None,
 ) -> dict[str, Any]:
     """Store the message, then answer it with the compiled response graph."""
+    started = time.monotonic()  # storing the message is part of the user's wait
     moment = parse_timestamp(now_iso) if now_iso else datetime.now(UTC)
     stamp = moment.isoformat(timespec="seconds")
     external_id = external_id or f"turn-{uuid4().hex}"
@@ -217,6 +222,7 @@ async def answer_turn(
         now_iso=stamp,
         parts=parts,
         on_text=on_text,
+        started=started,
     )
 
 
