@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
 
 from core.context import ResponseContext
 from core.deps import Deps
@@ -62,27 +63,37 @@ async def within_deadline(
     turn_input: dict[str, Any],
     config: dict[str, Any],
     context: ResponseContext,
+    started: float,
 ) -> dict[str, Any]:
     """The run's final state, or past the models' budget the memory-only answer (with the
-    note and `deadline_exceeded`), in time for `TOPICA_TURN_DEADLINE_S`."""
+    note and `deadline_exceeded`), in time for `TOPICA_TURN_DEADLINE_S` counted from
+    `started` (`time.monotonic()` when the turn began)."""
     deadline_s = deps.settings.turn_deadline_s
     if not deadline_s:
         return await run
-    started = time.monotonic()
+    budget_s = model_budget_s(deadline_s, deps.settings.turn_fallback_reserve_s)
+    # Built while the models work, so that the reserve goes to answering, not building.
+    offline = asyncio.ensure_future(asyncio.to_thread(offline_graph, deps))
     try:
-        return await asyncio.wait_for(
-            run, model_budget_s(deadline_s, deps.settings.turn_fallback_reserve_s)
-        )
+        return await asyncio.wait_for(run, budget_s - (time.monotonic() - started))
     except TimeoutError:
+        graph = await offline
         left_s = deadline_s - (time.monotonic() - started)
-        state = await late_answer(deps, progress.state, turn_input, config, context, left_s)
+        state = await late_answer(graph, progress.state, turn_input, config, context, left_s)
     note = DEADLINE_NOTE[language_of(turn_input["text"])].format(seconds=deadline_s)
     answer = f"{note}\n\n{state['answer']}" if state.get("answer") else note
     return {**state, "answer": answer, "deadline_exceeded": True}
 
 
+def offline_graph(deps: Deps) -> CompiledStateGraph:
+    """The response graph without models, with a checkpointer of its own to resume in."""
+    return build_response_graph(without_models(deps)).compile(
+        checkpointer=InMemorySaver(), name="response"
+    )
+
+
 async def late_answer(
-    deps: Deps,
+    graph: CompiledStateGraph,
     reached: dict[str, Any],
     turn_input: dict[str, Any],
     config: dict[str, Any],
@@ -90,10 +101,8 @@ async def late_answer(
     left_s: float,
 ) -> dict[str, Any]:
     """The model-less graph's final state, resumed after `assemble` when the cancelled run
-    got that far; `{}` when even that does not finish in `left_s`."""
-    graph = build_response_graph(without_models(deps)).compile(
-        checkpointer=InMemorySaver(), name="response"
-    )
+    got that far; the bare "nothing recalled" wording when even that does not finish in
+    `left_s`."""
     start: dict[str, Any] | None = turn_input
     if ASSEMBLED_KEY in reached:
         await graph.aupdate_state(config, reached, as_node="assemble")

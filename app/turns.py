@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,6 +96,8 @@ class TurnRequest:
     parts: list[dict[str, Any]] = field(default_factory=list)
     on_text: OnText | None = None
     now_iso: str | None = None
+    started: float | None = None
+    """When the user's wait began (`time.monotonic()`); the deadline counts from it."""
 
 
 Turn = Callable[[TurnRequest], Awaitable[dict[str, Any]]]
@@ -130,6 +133,7 @@ async def answer_stored(
         request.rows[-1]["external_id"],
         request.on_text,
     )
+    started = time.monotonic() if request.started is None else request.started
     text = valid_text(request.text)  # as the store keeps it: the checkpointer must take it too
     usage = LLMUsage()
     config = run_config("response", user_id)
@@ -148,7 +152,7 @@ async def answer_stored(
         turn_input["group_message_ids"] = [row["id"] for row in request.rows[:-1]]
     progress = Progress()
     run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
-    state = await within_deadline(deps, run, progress, turn_input, config, context)
+    state = await within_deadline(deps, run, progress, turn_input, config, context, started)
     result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
     return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
 
@@ -222,6 +226,7 @@ async def answer_turn(
     graph: CompiledStateGraph, deps: Deps, user_id: int, text: str, **options: Unpack[TurnOptions]
 ) -> dict[str, Any]:
     """Store the message, then answer it with the compiled response graph."""
+    started = time.monotonic()  # storing the message is part of the user's wait
     now_iso = options.get("now_iso")
     stamp = (parse_timestamp(now_iso) if now_iso else datetime.now(UTC)).isoformat(
         timespec="seconds"
@@ -235,7 +240,7 @@ async def answer_turn(
     stored = await asyncio.to_thread(store_user_message, deps, user_id, message)
     request = TurnRequest(
         user_id=user_id, rows=[stored.row], text=text, parts=options.get("parts") or [],
-        on_text=options.get("on_text"), now_iso=stamp,
+        on_text=options.get("on_text"), now_iso=stamp, started=started,
     )  # fmt: skip
     return await answer_stored(graph, deps, request)
 
