@@ -8,12 +8,13 @@ rules alone: tests/unit/test_context_budget.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.context import Budgets, ResponseContext
+from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
 from core.state import ResponseState, SelectedTopic, TopicCandidate
@@ -144,7 +145,9 @@ async def test_the_sources_are_exactly_what_each_layer_kept(deps: Deps):
         selected_people=[{"id": person["id"], "reason": "asked"} for person in people],
     )
 
-    update = await make_assemble(deps)(state, runtime(budgets=Budgets(facts=80, people=80)))
+    update = await make_assemble(deps)(
+        state, runtime(budgets=replace(ResponseContext(user_id=USER).budgets, facts=80, people=80))
+    )
 
     system, used = system_text(update), update["context_used"]
     kept_facts = [fact["id"] for fact in used["facts"] if not fact["core"]]
