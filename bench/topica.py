@@ -34,7 +34,7 @@ from bench.metrics import Unit
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.records import parse_timestamp
-from core.state import ResponseState
+from core.state import NO_EVIDENCE, ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.excerpts import rank_members, ranking_weights
@@ -163,12 +163,12 @@ class Topica:
                     for i in shown_topic_ids(state)
                     if i in self._units
                 ],
-                state.get("message_hits") or [],
+                (state.get("evidence") or NO_EVIDENCE)["text_hits"],
                 self._context.tuning.rrf_k,
-                vector_lists=state.get("message_vector_hits") or [],
+                vector_lists=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
                 context=self._context,
                 queries=search_queries(question, state.get("query")),
-                dated=state.get("message_dated") or [],
+                dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
             )
             fill = [
                 (self._units[topic_id].key, corpus.external_of[message_id])

@@ -286,7 +286,7 @@ async def test_the_search_order_fills_the_room_its_selection_leaves(deps: Deps, 
         selected_topics=selection.topics,
         rerank_fallback="no_model",
         selected_by_search_order=selection.by_search_order,
-        message_hits=[[answer_id]],
+        evidence={"text_hits": [[answer_id]], "vector_hits": [], "dated": []},
     )
 
     layer = recalled_topics_layer(deps, state, budget)
@@ -331,7 +331,7 @@ async def test_the_candidates_after_the_selection_are_the_users_own(deps: Deps):
         ).topics,
         rerank_fallback="no_model",
         selected_by_search_order=True,
-        message_hits=[[answer_id, rows[0]["id"]]],
+        evidence={"text_hits": [[answer_id, rows[0]["id"]]], "vector_hits": [], "dated": []},
     )
 
     for budget in (250, 8000):
