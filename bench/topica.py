@@ -8,7 +8,7 @@ candidates in fused order (what the responder can still load with
 `get_topics_content`), each mapped to its member messages by membership.
 
 Under a token budget the context is filled message by message in the order
-`nodes.excerpts.rank_topic_messages` gives the shown topics' messages (topic rank,
+`nodes.response.excerpts.rank_members` gives the shown topics' messages (topic rank,
 full-text and vector hits and their neighbours and the messages written when the
 question says, fused, with the hits of speakers the question does not name lending only
 to their neighbours): the ranking the response graph's context assembly cuts recalled
@@ -33,16 +33,11 @@ from bench.corpus import Corpus
 from bench.metrics import Unit
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
-from core.records import Member, parse_timestamp
-from core.state import ResponseState
+from core.records import parse_timestamp
+from core.state import NO_EVIDENCE, ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import (
-    long_answers,
-    rank_topic_messages,
-    ranking_weights,
-    speaker_rules,
-)
+from nodes.response.excerpts import rank_members, ranking_weights
 from nodes.response.hits import search_queries
 from nodes.response.offline_answer import recall_topics
 from nodes.response.rerank_selection import shown_topics
@@ -161,27 +156,19 @@ class Topica:
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
         fill = None
         if self.excerpts:
-            topics = [(i, self._members[i]) for i in shown_topic_ids(state) if i in self._units]
-            shown = {
-                message_id: Member.of(corpus.rows[corpus.external_of[message_id]])
-                for _, message_ids in topics
-                for message_id in message_ids
-            }
-            order = rank_topic_messages(
-                topics,
-                state.get("message_hits") or [],
+            rows = corpus.rows
+            order = rank_members(
+                [
+                    (i, [rows[corpus.external_of[m]] for m in self._members[i]])
+                    for i in shown_topic_ids(state)
+                    if i in self._units
+                ],
+                (state.get("evidence") or NO_EVIDENCE)["text_hits"],
                 self._context.tuning.rrf_k,
-                vector_lists=state.get("message_vector_hits") or [],
-                dated=state.get("message_dated") or [],
-                **speaker_rules(
-                    self._context,
-                    search_queries(question, state.get("query")),
-                    list(shown.values()),
-                ),
-                **ranking_weights(self._context),
-                answers=long_answers(
-                    [corpus.rows[corpus.external_of[i]] for i in shown], self._context
-                ),
+                vector_lists=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
+                context=self._context,
+                queries=search_queries(question, state.get("query")),
+                dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
             )
             fill = [
                 (self._units[topic_id].key, corpus.external_of[message_id])

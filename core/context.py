@@ -105,16 +105,16 @@ class MemoryContext(FromSettings):
 class Budgets:
     """One token budget per context layer (each the setting `<layer>_budget_tokens`)."""
 
-    system: int = DEFAULTS.system_budget_tokens
+    system: int
     """The system prompt with the date and the core identity facts."""
-    summary: int = DEFAULTS.summary_budget_tokens
-    auto_rag: int = DEFAULTS.auto_rag_budget_tokens
-    topics: int = DEFAULTS.topics_budget_tokens
-    people: int = DEFAULTS.people_budget_tokens
-    facts: int = DEFAULTS.facts_budget_tokens
-    window: int = DEFAULTS.window_budget_tokens
+    summary: int
+    auto_rag: int
+    topics: int
+    people: int
+    facts: int
+    window: int
     """The sliding window; the auto-RAG block is taken out of it."""
-    current_message: int = DEFAULTS.current_message_budget_tokens
+    current_message: int
 
     @classmethod
     def of(cls, settings: Settings) -> Budgets:
@@ -150,7 +150,7 @@ class ResponseContext(FromSettings):
     sliding_window_messages: int = 20
     summary_refresh_messages: int = 20
     """The rolling summary is rewritten once this many messages have left the window."""
-    budgets: Budgets = field(default_factory=Budgets)
+    budgets: Budgets = field(default_factory=lambda: Budgets.of(DEFAULTS))
     """One token budget per layer of the context."""
 
     # The responder's tool loop (seed 002).

@@ -224,6 +224,23 @@ class ResponseInput(TypedDict):
     "base64", "mime_type"}`), sent to the responder with the text."""
 
 
+class Evidence(TypedDict):
+    """What a search found besides its candidates: the messages the candidates' order and
+    the context's excerpts are ranked by."""
+
+    text_hits: list[list[int]]
+    """Message ids hit by full-text (BM25) search, best first, one list per query."""
+    vector_hits: list[list[int]]
+    """Message ids nearest to each query's vector, best first, one list per query."""
+    dated: list[int]
+    """Message ids written on the days and in the months the queries name, those the
+    other lists found first."""
+
+
+NO_EVIDENCE = Evidence(text_hits=[], vector_hits=[], dated=[])
+"""The evidence of a turn no search ran for."""
+
+
 class ResponseState(ResponseInput, total=False):
     """One run of the response graph. `assemble` resets the responder's conversation and
     loop counters, so a per-user thread can run turn after turn."""
@@ -234,15 +251,10 @@ class ResponseState(ResponseInput, total=False):
     candidates: Annotated[list[TopicCandidate], latest]
     people_candidates: Annotated[list[PersonCandidate], latest]
     fact_candidates: Annotated[list[FactCandidate], latest]
-    message_hits: Annotated[list[list[int]], latest]
-    """Message ids hit by full-text (BM25) search, best first, one list per query."""
+    evidence: Annotated[Evidence, latest]
+    """The search's message lists, which the candidates' order and the excerpts rank by."""
     search_fallback: SearchFallback | None
     """Set when the vector store was down: the candidates are full-text search's alone."""
-    message_vector_hits: Annotated[list[list[int]], latest]
-    """Message ids nearest to each query's vector, best first, one list per query."""
-    message_dated: Annotated[list[int], latest]
-    """Message ids written on the days and in the months the queries name, those the
-    other lists found first."""
     selected_topics: Annotated[list[SelectedTopic], latest]
     selected_people: Annotated[list[SelectedPerson], latest]
     rerank_fallback: RerankFallback | None

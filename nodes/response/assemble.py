@@ -31,6 +31,7 @@ from core.deps import Deps
 from core.ports import Store
 from core.records import FactRow, MessageRow
 from core.state import (
+    NO_EVIDENCE,
     ContextUsed,
     FactCandidate,
     ResponseState,
@@ -243,12 +244,12 @@ def recalled_sections(
                 user_id,
                 state.get("selected_topics") or [],
                 context.budgets.topics,
-                state.get("message_hits") or [],
+                (state.get("evidence") or NO_EVIDENCE)["text_hits"],
                 context.tuning.rrf_k,
-                vector_hits=state.get("message_vector_hits") or [],
+                vector_hits=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
                 context=context,
                 queries=search_queries(state["text"], state.get("query")),
-                dated=state.get("message_dated") or [],
+                dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
                 more=fill_candidates(state),
             ),
         ),

@@ -255,7 +255,7 @@ def relevant_excerpts(
     other users' topics (and unknown ids) are skipped. `context` gives the ranking's
     weights (`excerpt_*`; None: the defaults); `queries` (the turn's) say whose messages
     the question is about (`unnamed_authors`); `dated` are the messages written when it
-    says (the search's `message_dated`).
+    says (the search's `evidence["dated"]`).
     """
     given = dict(given or {})
     topics = store.topics.by_ids(user_id, list(dict.fromkeys(topic_ids)))

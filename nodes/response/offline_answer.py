@@ -34,6 +34,7 @@ from core.errors import VectorStoreUnavailable
 from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import (
     NO_CONTEXT,
+    NO_EVIDENCE,
     ContextUsed,
     FactCandidate,
     ResponseState,
@@ -158,12 +159,12 @@ def recall_topics(
     ]
     order = rank_members(
         members,
-        state.get("message_hits") or [],
+        (state.get("evidence") or NO_EVIDENCE)["text_hits"],
         context.tuning.rrf_k,
-        vector_lists=state.get("message_vector_hits") or [],
+        vector_lists=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
         context=context,
         queries=queries,
-        dated=state.get("message_dated") or [],
+        dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
     )
     chosen = chosen_quotes(order, {m["id"]: m for _, messages in members for m in messages})
     by_id = {topic["id"]: topic for topic in topics}

@@ -38,7 +38,7 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import SEARCH_RESULTS
-from core.state import FactCandidate, PersonCandidate, ResponseState, TopicCandidate
+from core.state import Evidence, FactCandidate, PersonCandidate, ResponseState, TopicCandidate
 from nodes.response.fusion import rrf_scores, topic_votes
 from nodes.response.gate import relevant
 from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids, search_queries
@@ -182,9 +182,9 @@ def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) 
     hits = find_hits(deps, context, queries, (*TOPIC_KINDS, "facts", "people"), reads)
     found: dict[str, Any] = {
         "candidates": fuse_topics(deps, context, hits),
-        "message_hits": hits.message_text,
-        "message_vector_hits": message_vector_ids(hits),
-        "message_dated": hits.dated,
+        "evidence": Evidence(
+            text_hits=hits.message_text, vector_hits=message_vector_ids(hits), dated=hits.dated
+        ),
         "people_candidates": people_candidates(deps, context, hits),
         "fact_candidates": fact_candidates(deps, context, hits),
     }

@@ -63,7 +63,7 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
     garden, zoo = await two_topics(deps)
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
     found = hybrid_search(deps, context, ["What name did Mia give the giraffe?"])
-    (hits,) = found["message_hits"]
+    (hits,) = found["evidence"]["text_hits"]
     giraffe = {row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]}
     assert hits and set(hits[:3]) <= giraffe
 
@@ -71,13 +71,13 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
         SelectedTopic(id=garden, reason="the garden", excerpt=None, score=1.0),
         SelectedTopic(id=zoo, reason="the zoo trip", excerpt=None, score=0.9),
     ]
-    whole, used = topics_section(deps.store, USER, selected, 8000, found["message_hits"])
+    whole, used = topics_section(deps.store, USER, selected, 8000, found["evidence"]["text_hits"])
     assert "(excerpt)" not in whole and "Mulch helps" in whole and "plush penguin" in whole
     assert "Topic: Garden work" in whole and "Topic: A day at the zoo" in whole
     assert [(topic["id"], topic["cut"]) for topic in used] == [(garden, False), (zoo, False)]
 
     budget = 260
-    cut, used = topics_section(deps.store, USER, selected, budget, found["message_hits"])
+    cut, used = topics_section(deps.store, USER, selected, budget, found["evidence"]["text_hits"])
     assert tokens(cut) <= budget
     assert (zoo, True) in [(topic["id"], topic["cut"]) for topic in used]
     # The answer ("called it Caramel") has no word of the question: it is kept as the
@@ -177,7 +177,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
     question = "What did Melanie paint?"
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
     found = hybrid_search(deps, context, [question])
-    hits = found["message_hits"]
+    hits = found["evidence"]["text_hits"]
     assert {row["content"] for row in rows if row["id"] in hits[0][:2]} == {ART[0][1], ART[2][1]}
     # Room for the excerpt's header and two of the topic's lines (each about 100 chars).
     topic_ids, max_chars = [art["id"], garden["id"]], 340
@@ -204,7 +204,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
             SelectedTopic(id=art["id"], reason="painting", excerpt=None, score=1.0),
             SelectedTopic(id=garden["id"], reason="garden", excerpt=None, score=0.5),
         ],
-        "message_hits": hits,
+        "evidence": {"text_hits": hits, "vector_hits": [], "dated": []},
     }
     small = context.budgeted(topics=150)
     layers = dict(recalled_sections(deps.store, USER, state, set(), small))

@@ -8,12 +8,13 @@ rules alone: tests/unit/test_context_budget.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.context import Budgets, ResponseContext
+from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
 from core.state import ResponseState, SelectedTopic, TopicCandidate
@@ -144,7 +145,9 @@ async def test_the_sources_are_exactly_what_each_layer_kept(deps: Deps):
         selected_people=[{"id": person["id"], "reason": "asked"} for person in people],
     )
 
-    update = await make_assemble(deps)(state, runtime(budgets=Budgets(facts=80, people=80)))
+    update = await make_assemble(deps)(
+        state, runtime(budgets=replace(ResponseContext(user_id=USER).budgets, facts=80, people=80))
+    )
 
     system, used = system_text(update), update["context_used"]
     kept_facts = [fact["id"] for fact in used["facts"] if not fact["core"]]
@@ -283,7 +286,7 @@ async def test_the_search_order_fills_the_room_its_selection_leaves(deps: Deps, 
         selected_topics=selection.topics,
         rerank_fallback="no_model",
         selected_by_search_order=selection.by_search_order,
-        message_hits=[[answer_id]],
+        evidence={"text_hits": [[answer_id]], "vector_hits": [], "dated": []},
     )
 
     layer = recalled_topics_layer(deps, state, budget)
@@ -328,7 +331,7 @@ async def test_the_candidates_after_the_selection_are_the_users_own(deps: Deps):
         ).topics,
         rerank_fallback="no_model",
         selected_by_search_order=True,
-        message_hits=[[answer_id, rows[0]["id"]]],
+        evidence={"text_hits": [[answer_id, rows[0]["id"]]], "vector_hits": [], "dated": []},
     )
 
     for budget in (250, 8000):

@@ -251,7 +251,7 @@ async def test_the_memory_only_answer_quotes_what_the_context_ranks_first(deps: 
             text="What pressure should the boiler keep?",
             query="boiler pressure",
             selected_topics=picks,
-            message_hits=[[rows[20]["id"]]],
+            evidence={"text_hits": [[rows[20]["id"]]], "vector_hits": [], "dated": []},
         ),
         runtime(),
     )

@@ -83,7 +83,7 @@ def test_a_kind_the_user_has_no_rows_of_is_not_asked_and_nothing_is_lost(deps: D
     # Messages and topics only: no documents, facts or people of this user's to find.
     assert sorted(watched.asked) == ["messages", "topics"]
     assert [c["summary"] for c in found["candidates"]] == ["Marzipan's renal diet"]
-    assert found["message_vector_hits"] and found["message_vector_hits"][0]
+    assert found["evidence"]["vector_hits"] and found["evidence"]["vector_hits"][0]
     assert found["fact_candidates"] == [] and found["people_candidates"] == []
     assert "search_fallback" not in found
 

@@ -163,6 +163,6 @@ def test_the_vector_list_runs_deeper_for_the_messages_than_the_fusion_reads(deps
     question = "Which handicrafts does the family enjoy?"  # no word in common with any line
     assert deps.store.messages.search(USER, question, 10) == []
     found = hybrid_search(deps, context, [question])
-    (vector_hits,) = found["message_vector_hits"]
+    (vector_hits,) = found["evidence"]["vector_hits"]
     assert len(vector_hits) == 7
     assert {c["id"] for c in found["candidates"]} == {topic_of[i] for i in vector_hits[:3]}
