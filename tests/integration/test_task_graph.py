@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app.browsing import recent_answers
 from app.scheduling import run_due, task_message_id
 from app.tasks import add_task
 from core.deps import Deps
@@ -86,6 +87,7 @@ async def test_a_reminder_is_sent_as_written_without_asking_the_model(with_taske
         None,
         [],
     )
+    assert deps.store.answers.all_of(1) == [], "a plain reminder has no sources to show"
     due_at = task["next_run_at"]
     assert stored_task_messages(deps, 1) == [
         (task_message_id(task["id"], due_at), "task", "позвонить маме")
@@ -143,6 +145,10 @@ async def test_a_work_task_searches_the_users_memory_with_its_tool(with_tasker, 
     assert used["facts"] == [{"id": core["id"], "core": True}]
     assert used["tools"] == [{"name": "search_history", "args": {"query": "стоматолог запись"}}]
     assert deps.store.answers.get(2, sent) is None, "a stranger sees no sources of it"
+    [shown] = recent_answers(deps, 1)
+    assert (shown["answer_id"], shown["content"]) == (sent, ANSWER)
+    assert [topic["summary"] for topic in shown["sources"]["topics"]] == [own_topic["summary"]]
+    assert recent_answers(deps, 2) == []
 
 
 async def test_the_tasker_answers_without_tools_once_its_rounds_are_spent(with_tasker, server):
@@ -204,6 +210,10 @@ async def test_a_failing_model_takes_the_fallback_edge_and_still_delivers(
     [run] = deps.store.tasks.runs(1, task["id"], 5)
     assert (run["output"], run["fallback_reason"]) == (text, reason)
     assert [content for *_, content in stored_task_messages(deps, 1)] == [text]
+    [sent] = [row["id"] for row in deps.store.messages.all_of(1) if row["kind"] == "task"]
+    answer = deps.store.answers.get(1, sent)
+    assert answer is not None and answer["answered_by"] == "memory"
+    assert answer["context_used"]["fallbacks"] == {"tasker": reason}
 
 
 async def test_without_a_model_a_work_task_says_it_needs_one(deps: Deps):
