@@ -370,6 +370,7 @@ async def test_a_plain_answer_is_stored_and_the_context_has_its_layers(
         "search_history",
         "manage_memory",
         "get_topics_content",
+        "schedule_task",
     ]
     system = body["messages"][0]["content"]
     assert "<date>2026-03-20 10:00 (Friday)</date>" in system
