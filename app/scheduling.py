@@ -4,7 +4,8 @@
 processes on one database each run is claimed by exactly one, `TaskRepository.
 claim_due`), runs each through the task graph (`graphs/tasks.py`: a reminder as written,
 a task asking for work by the Tasker over the user's memory), stores the message in the
-user's history as a `task` message, hands it to `deliver` and then records the run with
+user's history as a `task` message (a work run's with its sources, recorded like an
+answer's), hands it to `deliver` and then records the run with
 the task's next time. A run delivered more than `LATE_AFTER_S` after its time is marked
 late (the process was down); a recurring task then runs next at its first time after
 now, so missed periods are not caught up one by one. A run is recorded only after
@@ -26,6 +27,8 @@ from core.context import TaskContext
 from core.records import NewMessage, parse_timestamp
 from core.when import next_run
 from graphs.tasks import build_task_graph
+from nodes.response.finalize import store_answer
+from nodes.response.task_run import task_sources, tools_called
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -43,6 +46,18 @@ def task_message_id(task_id: int, due_at: str) -> str:
     return f"task:{task_id}:{due_at}"
 
 
+def store_run_message(deps: Deps, user_id: int, message: NewMessage, state: dict) -> None:
+    """The run's message in the user's history; a work run's with its sources recorded
+    like an answer's (written by the Tasker, or `memory` when it fell back)."""
+    if state.get("kind") != "work":
+        deps.store.messages.add(user_id, [message])
+        return
+    answered_by = "memory" if state.get("task_fallback") else "responder"
+    store_answer(
+        deps, user_id, message, task_sources(state), answered_by=answered_by, partial=False
+    )
+
+
 async def write_run(
     deps: Deps, graph: CompiledStateGraph, user_id: int, task: TaskRow, due_at: str, now: datetime
 ) -> dict:
@@ -58,7 +73,7 @@ async def write_run(
         created_at=now.isoformat(timespec="seconds"),
         kind="task",
     )
-    await asyncio.to_thread(deps.store.messages.add, user_id, [message])
+    await asyncio.to_thread(store_run_message, deps, user_id, message, state)
     return state
 
 
@@ -90,7 +105,7 @@ async def run_due(
             "due_at": due_at,
             "started_at": started,
             "output": state["message"],
-            "tools_called": ["search_history"] if state.get("kind") == "work" else [],
+            "tools_called": tools_called(state),
             "fallback_reason": state.get("task_fallback"),
             "late": late,
         }

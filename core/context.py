@@ -194,9 +194,11 @@ class MediaContext(FromSettings):
 
 @dataclass(kw_only=True)
 class TaskContext(FromSettings):
-    """One run of a scheduled task: whose task, when it runs, how many previous runs it sees."""
+    """One run of a scheduled task: whose task, when it runs, how many previous runs it
+    sees, how many rounds of tool calls the Tasker may make before it must answer."""
 
     user_id: int
     now_iso: str | None = None
     """The run's date and time (ISO-8601); None means the wall clock."""
     task_history: int = DEFAULTS.task_history
+    max_tool_rounds: int = 3

@@ -390,13 +390,16 @@ class TaskInput(TypedDict):
 
 
 class TaskState(TaskInput, total=False):
-    """One run of a scheduled task: what it is, what memory gave it, the message to send
-    and the fallback taken (None when the model wrote it, or a reminder needed none)."""
+    """One run of a scheduled task: what it is, the Tasker's conversation (its prompt, its
+    tool calls and their results), the message to send and the fallback taken (None when
+    the model wrote it, or a reminder needed none)."""
 
     kind: TaskKind
-    system: str
-    """The Tasker's system prompt: its rules, the user's core facts, the run's time."""
-    context: str
-    """The Tasker's user prompt: previous runs, memory found for the request, the request."""
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The Tasker's prompt (system: rules, core facts, the run's time; user: previous runs
+    and the request), then its tool calls and their results."""
+    tool_rounds: int
+    core_facts: list[int]
+    """The ids of the core facts the system prompt holds."""
     message: str
     task_fallback: TaskFallback | None

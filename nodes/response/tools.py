@@ -10,7 +10,8 @@ model as a tool error it can read and correct.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
@@ -20,6 +21,7 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import StoreError
 from core.records import FactRow, FactType
+from core.state import TopicCandidate
 from core.text import neutralize
 from nodes.response.schedule_tool import make_schedule_task_tool
 from nodes.response.search import topic_candidates
@@ -46,11 +48,14 @@ MANAGE_MEMORY_DESCRIPTION = (
 )
 
 
-def search_history_result(deps: Deps, context: ResponseContext, query: str) -> str:
-    """The top topics for `query` in search order (no enrichment, no reranking)."""
+def search_history_found(
+    deps: Deps, context: ResponseContext, query: str
+) -> tuple[str, list[TopicCandidate]]:
+    """The top topics for `query` in search order (no enrichment, no reranking): the text
+    the model reads, and the topics it shows."""
     candidates = topic_candidates(deps, context, [query])[: context.rerank_max_topics]
     if not candidates:
-        return f"Nothing in the archive matches: {neutralize(query)}"
+        return f"Nothing in the archive matches: {neutralize(query)}", []
     listing = "\n".join(
         f"[ID:{candidate['id']}] {candidate['date']} | {neutralize(candidate['summary'])}"
         for candidate in candidates
@@ -61,20 +66,33 @@ def search_history_result(deps: Deps, context: ResponseContext, query: str) -> s
         [candidate["id"] for candidate in candidates],
         max_chars=SEARCH_RESULT_CHARS,
     )
-    return f"Found {len(candidates)} topics:\n{listing}\n\n{content}"
+    return f"Found {len(candidates)} topics:\n{listing}\n\n{content}", candidates
 
 
-def make_search_history_tool(deps: Deps) -> BaseTool:
+def search_history_result(deps: Deps, context: ResponseContext, query: str) -> str:
+    """The text of `search_history_found`."""
+    return search_history_found(deps, context, query)[0]
+
+
+def make_search_history_tool(
+    deps: Deps, scope: Callable[[Any], ResponseContext] = lambda context: context
+) -> BaseTool:
+    """`search_history` over the user of the run's context; `scope` turns the run's context
+    (the responder's own, or another graph's with a `user_id`) into the search's. The
+    tool's artifact is the list of topics it showed."""
+
     async def search_history(
         query: Annotated[str, Field(description="What to look for, in plain words.")],
-        runtime: ToolRuntime[ResponseContext],
-    ) -> str:
-        return await asyncio.to_thread(search_history_result, deps, runtime.context, query)
+        runtime: ToolRuntime[Any],
+    ) -> tuple[str, list[TopicCandidate]]:
+        context = scope(runtime.context)
+        return await asyncio.to_thread(search_history_found, deps, context, query)
 
     return StructuredTool.from_function(
         coroutine=search_history,
         name="search_history",
         description=SEARCH_HISTORY_DESCRIPTION,
+        response_format="content_and_artifact",
     )
 
 

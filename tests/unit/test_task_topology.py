@@ -1,5 +1,5 @@
 """Topology snapshot of the task graph: reminders skip the model, work goes through
-recall and the Tasker, and the Tasker's fallback edge is drawn and labelled."""
+prepare and the Tasker and its tool loop, and the Tasker's fallback edge is drawn and labelled."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ def test_the_task_graph_has_exactly_the_expected_edges(deps: Deps) -> None:
     mermaid = build_task_graph(deps).compile().get_graph().draw_mermaid()
     assert mermaid_edges(mermaid) == {
         ("__start__", "", "remind"),
-        ("__start__", "", "recall"),
+        ("__start__", "", "prepare"),
         ("remind", None, "__end__"),
-        ("recall", None, "work"),
+        ("prepare", None, "work"),
         ("work", "message", "__end__"),
+        ("work", "tool_calls", "tools"),
+        ("tools", None, "work"),
         ("work", FALLBACK, "work_offline"),
         ("work_offline", None, "__end__"),
     }
