@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -50,9 +51,13 @@ def valid_text(text: str) -> str:
 
 
 def valid_value(value: Any) -> Any:
-    """`value` with `valid_text` applied to every string in it (keys of mappings too)."""
+    """`value` with `valid_text` applied to every string in it (keys of mappings too), and
+    every NaN or infinity (which JSON, SQLite's `json_valid` and PostgreSQL's `jsonb`
+    refuse) made None."""
     if isinstance(value, str):
         return valid_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, dict):
         return {valid_value(key): valid_value(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -2,19 +2,25 @@
 streams arbitrary text (lone surrogates and NUL included), tool calls with arbitrary
 arguments, broken JSON, arbitrary reranker answers and arbitrary transcription bodies.
 Every call ends with a reply whose strings any encoder takes, or with a typed fallback;
-no exception escapes."""
+no exception escapes. Whole turns through the response graph, on each store engine, store
+the user's message and the answer exactly once whatever the model sends."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
+from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
+from app.turns import answer_turn, compile_response_graph
+from core.deps import Deps
 from core.fallbacks import AgentFallback
 from core.models import ModelRegistry
 from core.records import ID_RANGE
@@ -22,9 +28,18 @@ from core.settings import Settings
 from nodes.response.rerank_selection import TOOL_NAME, parse_answer, requested_topic_ids
 from nodes.shared.agent import AgentReply, call_agent, call_agent_json
 from nodes.shared.transcription import InvalidTranscription, transcribe
-from tests.support.openai_server import RawBody, ScriptedOpenAI, raw_content, reply, tool_call
+from tests.support.openai_server import (
+    RawBody,
+    ScriptedOpenAI,
+    Step,
+    raw_content,
+    reply,
+    tool_call,
+)
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TURNS_FUZZ = settings(FUZZ, max_examples=10)
+"""Whole turns cost far more than one call: fewer examples keep the tier within a minute."""
 QUESTION = [HumanMessage("What did I say?")]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -203,3 +218,63 @@ def test_transcription_bodies(boundary: Boundary) -> None:
         assert "\x00" not in text
 
     case()
+
+
+USER_TEXTS = st.text(min_size=1, max_size=40).filter(str.strip)
+TURN_STEPS = st.lists(
+    st.text(max_size=60).map(reply)
+    | st.text(max_size=60).map(raw_content)
+    | st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=3).map(
+        lambda args: tool_call("search_history", args)
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def assert_stored_once(deps: Deps, user_id: int, result: dict[str, Any]) -> None:
+    """The user's message stored once, and the answer once (none for an empty answer)."""
+    rows = deps.store.messages.all_of(user_id)
+    questions = [row for row in rows if row["role"] == "user"]
+    answers = [row for row in rows if row["role"] == "assistant"]
+    assert len(questions) == 1, rows
+    if result["answer"]:
+        assert [row["content"] for row in answers] == [result["answer"]], rows
+        encodable(result["answer"])
+    else:
+        assert answers == [], rows
+
+
+class Turns:
+    """A response graph on the boundary's server, over the test's store engine."""
+
+    def __init__(self, boundary: Boundary, make_deps: Callable[..., Deps]) -> None:
+        self.boundary = boundary
+        self.deps = make_deps(models={"responder": boundary.server.chat_model(timeout=10)})
+        self.graph: CompiledStateGraph = compile_response_graph(self.deps)
+        self.users = itertools.count(1)
+
+    def turn(self, text: str, steps: list[Step], streamed: bool) -> None:
+        self.boundary.server.clear_script()
+        self.boundary.server.script(*steps)
+        user_id = next(self.users)
+        on_text = (lambda _: None) if streamed else None
+        result = self.boundary.run(
+            answer_turn(self.graph, self.deps, user_id, text, on_text=on_text)
+        )
+        assert_stored_once(self.deps, user_id, result)
+
+
+def test_fuzzed_turns_store_each_message_once(make_deps: Callable[..., Deps]) -> None:
+    boundary = Boundary()
+    try:
+        turns = Turns(boundary, make_deps)
+
+        @TURNS_FUZZ
+        @given(text=USER_TEXTS, steps=TURN_STEPS, streamed=st.booleans())
+        def case(text: str, steps: list[Step], streamed: bool) -> None:
+            turns.turn(text, steps, streamed)
+
+        case()
+    finally:
+        boundary.close()

@@ -1,15 +1,18 @@
 """Text PostgreSQL refuses (NUL) and no encoder takes (lone surrogates) stored the same
 way on both engines: a message, its edit and a document are always kept, the bad code
-points each replaced by U+FFFD; and a turn on such a message is answered."""
+points each replaced by U+FFFD; and a turn on such a message is answered. A tool call's
+NaN or infinity (which no JSON column takes) is kept as null, so its answer is stored."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from app.media import keep_document
-from app.turns import run_turn
+from app.turns import answer_turn, compile_response_graph, run_turn
+from app.views import answer_view
 from core.deps import Deps
 from core.records import NewMessage
+from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
 
 BAD = "before\x00after \ud800 end"
 KEPT = "before\ufffdafter \ufffd end"
@@ -39,3 +42,17 @@ async def test_a_turn_on_a_message_with_nul_is_stored_and_answered(
     stored = [m["content"] for m in deps.store.messages.all_of(1)]
     assert stored[0] == f"Remember this: {KEPT}"
     assert len(stored) == 2
+
+
+async def test_a_tool_call_with_infinity_is_answered_and_stored_once(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+) -> None:
+    deps = make_deps(models={"responder": server.chat_model()})
+    server.script(tool_call("search_history", {"query": float("inf")}), reply("Nothing there."))
+    graph = compile_response_graph(deps)
+    result = await answer_turn(graph, deps, 1, "What did I say?")
+    assert result["answer"] == "Nothing there."
+    assert [m["role"] for m in deps.store.messages.all_of(1)] == ["user", "assistant"]
+    view = answer_view(deps, 1)
+    assert view is not None
+    assert view["sources"]["tools"] == [{"name": "search_history", "args": {"query": None}}]
