@@ -57,8 +57,10 @@ test: $(DEV)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
+# Its property tests try a tenth of their examples here (TEST_QUICK, tests/support/
+# examples.py); `make test` tries them all.
 test-fast: $(DEV)
-	$(BIN)/python -m pytest -q tests/unit
+	TEST_QUICK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit
 
 lint: $(DEV)
 	$(BIN)/ruff check .
