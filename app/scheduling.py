@@ -11,6 +11,8 @@ late (the process was down); a recurring task then runs next at its first time a
 now, so missed periods are not caught up one by one. A run is recorded only after
 `deliver` returns: a process that dies in between leaves its claim to expire, and the
 run is delivered again (its message, stored under the run's own external id, once).
+A delivery refused for good (`Undeliverable`: the user blocked the bot, the chat is
+gone) ends the run all the same, recorded as not delivered, and the task moves on.
 """
 
 from __future__ import annotations
@@ -38,7 +40,15 @@ LATE_AFTER_S = 60.0
 Deliver = Callable[[int, "TaskRow", str, bool], Awaitable[None]]
 """`deliver(user_id, task, text, late)`: send a run's message; raises when it could not."""
 
+UNDELIVERABLE = "undeliverable"
+"""The run's fallback reason when its message could never reach the user."""
+
 log = logging.getLogger(__name__)
+
+
+class Undeliverable(Exception):
+    """Raised by `deliver` when the user can never receive the message (not a passing
+    failure): the run is recorded with `UNDELIVERABLE` instead of retried."""
 
 
 def task_message_id(task_id: int, due_at: str) -> str:
@@ -82,7 +92,7 @@ async def run_due(
 ) -> int:
     """One pass: deliver and record the runs due by `now` that `owner` claims; how many
     were delivered. A run whose delivery fails stays claimed until its lease ends, then
-    is tried again."""
+    is tried again; one that is `Undeliverable` is recorded and not tried again."""
     store = deps.store.tasks
     moment = now or datetime.now(UTC)
     lease = deps.settings.task_claim_lease_s
@@ -94,9 +104,13 @@ async def run_due(
         due_at = task["next_run_at"] or moment.isoformat()
         late = (moment - parse_timestamp(due_at)).total_seconds() > LATE_AFTER_S
         started = datetime.now(UTC).isoformat(timespec="seconds")
+        fallback: str | None = None
         try:
             state = await write_run(deps, graph, user_id, task, due_at, moment)
             await deliver(user_id, task, state["message"], late)
+        except Undeliverable as error:
+            log.warning("task %s: undeliverable (%s); the run ends undelivered", task["id"], error)
+            fallback = UNDELIVERABLE
         except Exception:
             log.exception("task %s: delivery failed; retried after the claim expires", task["id"])
             continue
@@ -106,9 +120,9 @@ async def run_due(
             "started_at": started,
             "output": state["message"],
             "tools_called": tools_called(state),
-            "fallback_reason": state.get("task_fallback"),
+            "fallback_reason": fallback or state.get("task_fallback"),
             "late": late,
         }
         await asyncio.to_thread(store.finish_run, user_id, task["id"], owner, run, following)
-        delivered += 1
+        delivered += fallback is None
     return delivered

@@ -6,8 +6,9 @@ after SIGINT/SIGTERM once shutdown is complete:
 
 1. updates stop arriving (polling stops / the webhook server closes);
 2. open message groups are closed at once and their turns run;
-3. document reads are stopped at once (their senders are told), and in-flight turns
-   and memory runs get `shutdown_timeout_s` to finish;
+3. document reads are stopped at once (their senders are told), and in-flight turns,
+   memory runs and the task scheduler's pass under way get `shutdown_timeout_s` to
+   finish;
 4. in polling mode, the updates handled are confirmed to Telegram, so a
    restart does not receive them again (a redelivered message would be
    recognised as stored and skipped anyway);
@@ -193,7 +194,6 @@ async def on_shutdown(
     scheduler: TaskScheduler,
     mode: str = "polling",
 ) -> None:
-    await scheduler.stop()
     log.info(
         "shutting down: %d open group(s), %d update(s) in flight", grouper.open_groups, len(tracker)
     )
@@ -203,7 +203,7 @@ async def on_shutdown(
         log.info("stopped %d document read(s)", killed)
     timeout = settings.shutdown_timeout_s
     stop_worker = worker.stop(timeout) if worker is not None else asyncio.sleep(0)
-    late, _ = await asyncio.gather(tracker.wait(timeout), stop_worker)
+    late, *_ = await asyncio.gather(tracker.wait(timeout), stop_worker, scheduler.stop(timeout))
     if late:
         log.warning("%d update(s) still running after %.0f s were cancelled", late, timeout)
     if mode == "polling" and tracker.last_update_id is not None:

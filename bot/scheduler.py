@@ -4,8 +4,10 @@
 Each bot process claims runs under its own owner id, so replicas on one database never
 send a run twice. A message goes through `send_html` (split under Telegram's limit, the
 Bot API session's retries and backoff included); a delivery that fails is logged and its
-run retried once its claim expires; a failing pass is logged and the loop goes on. The
-clock is injectable so a test can move time.
+run retried once its claim expires, except one Telegram refuses for good (the user
+blocked the bot, the chat is gone: `refused_for_good`), which ends its run undelivered.
+A failing pass is logged and the loop goes on; `stop` lets the pass under way finish
+within a timeout. The clock is injectable so a test can move time.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from aiogram import Bot
+from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNotFound
 
-from app.scheduling import run_due
+from app.scheduling import Undeliverable, run_due
 from bot.render import escape
 from bot.sending import send_html
 from bot.task_texts import task_texts_for
@@ -52,6 +55,20 @@ def run_message(task: TaskRow, text: str, late: bool) -> str:
     return message + (words.late if late else "")
 
 
+GONE_CHAT = ("chat not found", "user is deactivated", "bot was blocked", "bot was kicked")
+"""Telegram's descriptions of a private chat that no longer takes the bot's messages."""
+
+
+def refused_for_good(error: Exception) -> bool:
+    """Whether a send failed because the chat will never take it (403, chat not found),
+    not for a passing reason (network, 5xx, 429)."""
+    if isinstance(error, TelegramForbiddenError | TelegramNotFound):
+        return True
+    return isinstance(error, TelegramBadRequest) and any(
+        words in error.message.lower() for words in GONE_CHAT
+    )
+
+
 class TaskScheduler:
     def __init__(self, deps: Deps, interval_s: float, clock: Clock = wall_clock) -> None:
         self.deps = deps
@@ -59,17 +76,25 @@ class TaskScheduler:
         self.clock = clock
         self.owner = owner_id()
         self._loop: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def start(self, bot: Bot) -> None:
         """Start the loop (once) sending through `bot`."""
         if self._loop is None:
+            self._stopping = asyncio.Event()
             self._loop = asyncio.create_task(self._run_forever(bot), name="task-scheduler")
 
-    async def stop(self) -> None:
-        """Stop the loop; a run being sent is abandoned and retried after its claim."""
+    async def stop(self, timeout_s: float = 0.0) -> None:
+        """Stop the loop: no pass starts any more, the one under way gets `timeout_s` to
+        deliver and record its runs, then is cancelled (a run cut off mid-send is retried
+        after its claim)."""
         if self._loop is None:
             return
-        self._loop.cancel()
+        self._stopping.set()
+        done, _ = await asyncio.wait({self._loop}, timeout=timeout_s)
+        if not done:
+            log.warning("task scheduler pass still running after %.0f s: cancelled", timeout_s)
+            self._loop.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._loop
         self._loop = None
@@ -78,14 +103,20 @@ class TaskScheduler:
         """One pass: the due runs delivered; how many."""
 
         async def deliver(user_id: int, task: TaskRow, text: str, late: bool) -> None:
-            await send_html(bot, user_id, run_message(task, text, late))
+            try:
+                await send_html(bot, user_id, run_message(task, text, late))
+            except Exception as error:
+                if refused_for_good(error):
+                    raise Undeliverable(str(error)) from error
+                raise
 
         return await run_due(self.deps, self.owner, deliver, now=self.clock())
 
     async def _run_forever(self, bot: Bot) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 await self.run_once(bot)
             except Exception:
                 log.exception("task scheduler pass failed; next pass in %.1f s", self.interval_s)
-            await asyncio.sleep(self.interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.interval_s)

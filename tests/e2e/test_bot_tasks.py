@@ -125,14 +125,15 @@ async def test_a_stranger_sees_and_changes_nothing(make_deps: Callable[..., Deps
 
 
 async def test_a_failed_delivery_stops_nothing(make_deps: Callable[..., Deps]) -> None:
-    """Two reminders due together; the first send is refused: the other still arrives, and
-    the refused one arrives once its claim expires."""
+    """Two reminders due together; the first send fails for a passing reason (flood
+    control longer than the session waits): the other still arrives, and the failed one
+    arrives once its claim expires."""
     async with running_bot(make_deps, [ALICE, BORIS], task_claim_lease_s=1.0, **FAST) as running:
         now = [datetime.now(UTC)]
         running.dispatcher["scheduler"].clock = lambda: now[0]
         await command(running, ALICE, "/remind in 1 hour stretch")
         await command(running, BORIS, "/remind через 1 час размяться")
-        running.api.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked")
+        running.api.rate_limit_next("sendMessage", retry_after=3600)
         now[0] += timedelta(hours=1, seconds=1)
         api = running.api
         reminders = lambda: [len(api.sent_messages(u.id)) - 1 for u in (ALICE, BORIS)]  # noqa: E731
@@ -146,4 +147,62 @@ async def test_a_failed_delivery_stops_nothing(make_deps: Callable[..., Deps]) -
         got = [plain(api.sent_messages(u.id)[-1]) for u in (ALICE, BORIS)]
         assert got == ["⏰ stretch", "⏰ размяться"]
         refused = running.api.calls_of("sendMessage", ok_only=False)
-        assert [call.status for call in refused].count(403) == 1
+        assert [call.status for call in refused].count(429) == 1
+
+
+async def test_a_chat_gone_for_good_ends_the_run(make_deps: Callable[..., Deps]) -> None:
+    """A user who blocked the bot and a chat that is gone: each run is recorded once as
+    undeliverable, the one-time task is done, the recurring one moves on; no retries."""
+    async with running_bot(make_deps, [ALICE, BORIS], task_claim_lease_s=1.0, **FAST) as running:
+        api, store = running.api, running.deps.store.tasks
+        now = [datetime.now(UTC)]
+        running.dispatcher["scheduler"].clock = lambda: now[0]
+        await command(running, ALICE, "/remind in 1 hour stretch")
+        await command(running, BORIS, "/remind каждый день в 9:00 зарядка")
+        [once], [daily] = store.of_user(ALICE.id), store.of_user(BORIS.id)
+        api.fail_next(
+            "sendMessage", status=403, description="Forbidden: bot was blocked by the user"
+        )
+        api.fail_next("sendMessage", status=400, description="Bad Request: chat not found")
+        due = max(parse_timestamp(t["next_run_at"]) for t in (once, daily))
+        now[0] = due + timedelta(seconds=1)
+        refused = lambda: [c for c in api.calls_of("sendMessage", ok_only=False) if c.status != 200]  # noqa: E731
+        await api.wait_until(lambda: len(refused()) == 2, what="both sends refused")
+        await api.wait_until(lambda: store.runs(BORIS.id, daily["id"], limit=5), what="a run")
+        now[0] += timedelta(seconds=5)
+        await asyncio.sleep(1.0)
+        assert len(refused()) == 2 and len(api.sent_messages(ALICE.id)) == 1, "never retried"
+        assert store.get(ALICE.id, once["id"])["state"] == "done"
+        moved = store.get(BORIS.id, daily["id"])
+        assert moved["state"] == "active"
+        assert parse_timestamp(moved["next_run_at"]) == parse_timestamp(
+            daily["next_run_at"]
+        ) + timedelta(days=1)
+        runs = [
+            *store.runs(ALICE.id, once["id"], limit=5),
+            *store.runs(BORIS.id, daily["id"], limit=5),
+        ]
+        assert [run["fallback_reason"] for run in runs] == ["undeliverable", "undeliverable"]
+
+
+@pytest.mark.parametrize(("timeout_s", "delivered"), [(10.0, True), (0.5, False)])
+async def test_shutdown_lets_the_pass_under_way_finish(
+    make_deps: Callable[..., Deps], timeout_s: float, delivered: bool
+) -> None:
+    """Shutdown while a reminder waits out flood control: within the shutdown timeout it
+    is sent and recorded; past it, the run is cut off and left to its claim."""
+    settings = {**FAST, "shutdown_timeout_s": timeout_s}
+    async with running_bot(make_deps, [ALICE], task_claim_lease_s=60.0, **settings) as running:
+        api, store = running.api, running.deps.store.tasks
+        now = [datetime.now(UTC)]
+        running.dispatcher["scheduler"].clock = lambda: now[0]
+        await command(running, ALICE, "/remind in 1 hour stretch")
+        [task] = store.of_user(ALICE.id)
+        api.rate_limit_next("sendMessage", retry_after=2)
+        now[0] += timedelta(hours=1, seconds=1)
+        limited = lambda: [c for c in api.calls_of("sendMessage", ok_only=False) if c.status == 429]  # noqa: E731
+        await api.wait_until(limited, what="the reminder held by flood control")
+    reminders = [plain(call) for call in api.sent_messages(ALICE.id)[1:]]
+    assert reminders == (["⏰ stretch"] if delivered else [])
+    assert store.get(ALICE.id, task["id"])["state"] == ("done" if delivered else "active")
+    assert len(store.runs(ALICE.id, task["id"], limit=5)) == int(delivered)

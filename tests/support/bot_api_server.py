@@ -414,7 +414,8 @@ class FakeBotAPI:
     # -- failure injection ------------------------------------------------------------
 
     def fail_next(self, method: str, *, status: int = 500, times: int = 1, **parameters: Any):
-        """The next `times` calls of `method` ("download" for file downloads) fail."""
+        """The next `times` calls of `method` ("download" for file downloads) fail with
+        `status` (and `description`, when given)."""
         for _ in range(times):
             self._failures[method.lower()].append((status, parameters))
 
@@ -515,7 +516,8 @@ class FakeBotAPI:
                         {"retry_after": retry_after},
                     )
                 else:
-                    response = self._error(status, "Internal Server Error: injected")
+                    description = parameters.get("description", "Internal Server Error: injected")
+                    response = self._error(status, description)
             else:
                 handler = getattr(self, f"_m_{method}", None)
                 if handler is None:
