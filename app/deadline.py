@@ -6,6 +6,9 @@ without models from what the run had reached: past `assemble`, the memory-only a
 its recalled context; before it, the whole model-less graph. That answer gets whatever is
 left of the deadline; should it run out too, the user gets the note alone. Either way the
 answer arrives before the deadline, and the model's late output is never sent on.
+Should the budget run out while `finalize` stores the model's answer, that answer stands:
+the run and the deadline claim the turn's answer atomically, so only one is stored, the
+one sent.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
-from core.context import ResponseContext
+from core.context import AnswerClaim, ResponseContext
 from core.deps import Deps
 from core.models import ModelRegistry
 from graphs.response import build_response_graph
@@ -29,6 +32,8 @@ DEADLINE_NOTE = {
     "ru": "Модель не ответила за {seconds:g} с, поэтому вот что я вспомнил.",
     "en": "The model did not answer within {seconds:g} s, so here is what I recalled.",
 }
+DEADLINE = "deadline"
+"""The deadline's claim on the turn's answer (`ResponseContext.answer_claim`)."""
 ASSEMBLED_KEY = "context_tokens"
 """Written by `assemble`: a state holding it has everything the memory-only answer reads."""
 
@@ -74,12 +79,21 @@ async def within_deadline(
     budget_s = model_budget_s(deadline_s, deps.settings.turn_fallback_reserve_s)
     # Built while the models work, so that the reserve goes to answering, not building.
     offline = asyncio.ensure_future(asyncio.to_thread(offline_graph, deps))
+    task = asyncio.ensure_future(run)
     try:
-        return await asyncio.wait_for(run, budget_s - (time.monotonic() - started))
-    except TimeoutError:
-        graph = await offline
-        left_s = deadline_s - (time.monotonic() - started)
-        state = await late_answer(graph, progress.state, turn_input, config, context, left_s)
+        await asyncio.wait({task}, timeout=budget_s - (time.monotonic() - started))
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done() or not context.answer_claim.claim(DEADLINE):
+        # Done, or `finalize` is storing the model's answer: that answer is the one sent.
+        offline.cancel()
+        return await task
+    task.cancel()
+    graph = await offline
+    left_s = deadline_s - (time.monotonic() - started)
+    late_context = dataclasses.replace(context, answer_claim=AnswerClaim())
+    state = await late_answer(graph, progress.state, turn_input, config, late_context, left_s)
     note = DEADLINE_NOTE[language_of(turn_input["text"])].format(seconds=deadline_s)
     answer = f"{note}\n\n{state['answer']}" if state.get("answer") else note
     return {**state, "answer": answer, "deadline_exceeded": True}

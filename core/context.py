@@ -6,6 +6,7 @@ from the process's settings in `from_settings`, so each default is written once.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Self, TypeVar
 
@@ -16,6 +17,21 @@ from core.tuning import Tuning, embedder_name, load_tuning, packaged_tuning
 
 DEFAULTS = Settings.model_construct()
 """The settings' defaults (no environment read)."""
+
+
+class AnswerClaim:
+    """Who stores a turn's answer: its run, or the deadline that cut the run. The first to
+    claim wins, atomically, so that only one of them ever stores."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: str | None = None
+
+    def claim(self, owner: str) -> bool:
+        """Whether `owner` may store the answer: it claimed first, or claims again."""
+        with self._lock:
+            self._owner = self._owner or owner
+            return self._owner == owner
 
 
 class FromSettings:
@@ -160,6 +176,8 @@ class ResponseContext(FromSettings):
     turn_id: str | None = None
     """The turn's id (its message's external id), under which a caller that streams the
     answer can stop it (`Deps.stops`); None when nobody can."""
+    answer_claim: AnswerClaim = field(default_factory=AnswerClaim)
+    """Claimed by `finalize` before it stores, and by the deadline before it cuts the run."""
 
     @classmethod
     def derived(cls, settings: Settings) -> dict[str, Any]:

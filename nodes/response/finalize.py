@@ -27,6 +27,8 @@ from nodes.shared.clock import turn_moment
 ARTEFACTS = ("</tool_code>", "<tool_code>", "</s>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
 RUNAWAY_JSON_BLOCKS = 3
 ASSISTANT_NAME = "Topica"
+RUN = "run"
+"""The run's claim on storing its answer (`ResponseContext.answer_claim`)."""
 
 _CODE_BLOCK = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[ \t]*\n(?P<body>.*?)```", re.DOTALL)
 
@@ -163,6 +165,8 @@ def make_finalize(deps: Deps):
             author=ASSISTANT_NAME,
             kind=answer_kind(answered_by),
         )
+        if not context.answer_claim.claim(RUN):  # the deadline cut the run: its answer stores
+            return {"answer": "", "sanitized": anomalies, "answer_message_id": None}
         message_id = await asyncio.to_thread(
             store_answer,
             deps,

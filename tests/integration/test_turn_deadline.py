@@ -8,6 +8,7 @@ deadline: the question stored once, the answer once, the late words never sent o
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from app.deadline import DEADLINE_NOTE
 from app.turns import answer_turn, compile_response_graph
 from core.deps import Deps
 from tests.support.openai_server import ScriptedOpenAI, delay, reply
+from tests.support.sqlite_lock import hold_lock
 from tests.support.worlds import USER, build_response_world
 
 pytestmark = pytest.mark.timeout(120)
@@ -102,4 +104,33 @@ async def test_within_the_deadline_the_answer_is_the_models(
         now_iso=NOW,
     )  # fmt: skip
     assert result["answer"] == "The restore took 14 minutes."
+    assert "deadline_exceeded" not in result
+
+
+async def test_a_deadline_that_falls_while_the_answer_is_stored_sends_the_stored_answer(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+):
+    deps = make_deps(models={"responder": server.chat_model()}, turn_deadline_s=DEADLINE_S)
+    world = await build_response_world(deps)
+    server.script(reply("The restore took 14 minutes."))
+    holders: list[threading.Thread] = []
+
+    def lock_the_store(_text: str) -> None:
+        # While the model writes, another connection takes the store's write lock and
+        # keeps it past the models' budget: the deadline falls during finalize's store.
+        if not holders:
+            path, hold_s = world.deps.settings.sqlite_path, DEADLINE_S / 2 + 0.5
+            holders.append(threading.Thread(target=hold_lock, args=(path, hold_s)))
+            holders[0].start()
+
+    result = await answer_turn(
+        compile_response_graph(world.deps), world.deps, USER, "How long was the restore?",
+        now_iso=NOW, on_text=lock_the_store,
+    )  # fmt: skip
+    holders[0].join()
+
+    stored = world.deps.store.messages.recent(USER, 2)
+    assert [m["role"] for m in stored] == ["user", "assistant"], "one answer stored"
+    assert stored[0]["content"] == "How long was the restore?"
+    assert stored[1]["content"] == result["answer"] == "The restore took 14 minutes."
     assert "deadline_exceeded" not in result
