@@ -13,8 +13,7 @@ it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -31,14 +30,6 @@ from tests.support.messages import new_messages
 pytestmark = pytest.mark.timeout(180)
 
 ALICE = FakeUser(101, "Alice", "en")
-
-
-@pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "chroma-server")
-    server.start()
-    yield server
-    server.stop()
 
 
 def pending(deps: Deps) -> int:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,14 +34,6 @@ from tests.support.paths import THREE_SITTINGS as SESSION
 from tests.support.processes import environment_without
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture
-def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "chroma-server")
-    server.start()
-    yield server
-    server.stop()
 
 
 def server_deps(tmp_path: Path, server: ChromaServer) -> Deps:
