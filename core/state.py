@@ -241,53 +241,6 @@ NO_EVIDENCE = Evidence(text_hits=[], vector_hits=[], dated=[])
 """The evidence of a turn no search ran for."""
 
 
-class ResponseState(ResponseInput, total=False):
-    """One run of the response graph. `assemble` resets the responder's conversation and
-    loop counters, so a per-user thread can run turn after turn."""
-
-    query: str
-    """The search query: the enricher's rewrite, or the raw text."""
-    enrich_fallback: EnrichFallback | None
-    candidates: Annotated[list[TopicCandidate], latest]
-    people_candidates: Annotated[list[PersonCandidate], latest]
-    fact_candidates: Annotated[list[FactCandidate], latest]
-    evidence: Annotated[Evidence, latest]
-    """The search's message lists, which the candidates' order and the excerpts rank by."""
-    search_fallback: SearchFallback | None
-    """Set when the vector store was down: the candidates are full-text search's alone."""
-    selected_topics: Annotated[list[SelectedTopic], latest]
-    selected_people: Annotated[list[SelectedPerson], latest]
-    rerank_fallback: RerankFallback | None
-    rerank_dropped_ids: int
-    rerank_llm_calls: int
-    selected_by_search_order: bool
-    """See `RerankOutput`."""
-    repairs: Annotated[list[Repair], added_repairs]
-    """What was set right in the agents' replies this turn, agent by agent."""
-    session_summary: str | None
-    """The rolling summary of the segment's messages before the window, if it needs one."""
-    summary_fallback: SummaryFallback | None
-    messages: Annotated[list[AnyMessage], add_messages]
-    """The responder's conversation: the assembled context, then replies and tool results."""
-    context_layers: dict[str, int]
-    """Tokens of each context layer that was included, in assembly order."""
-    context_tokens: int
-    context_used: ContextUsed
-    tool_rounds: int
-    empty_replies: int
-    respond_fallback: RespondFallback | None
-    respond_error: str | None
-    answer: str
-    answered_by: AnsweredBy
-    answer_partial: bool
-    """The user stopped the answer while it was written; `answer` is what was written."""
-    answer_message_id: int | None
-    """The stored answer's row (its sources are `answers[answer_message_id]`); None when
-    there was nothing to store (stopped before the first word)."""
-    sanitized: Annotated[list[str], latest]
-    """Artefacts finalize removed from the answer (seed 002's anomaly log)."""
-
-
 # -- the reranker subgraph (seed 001) ----------------------------------------
 
 
@@ -335,6 +288,47 @@ class RerankOutput(TypedDict):
     """No model chose the topics, nor asked for any: they are the search order's first
     (`rerank_fallback` says why). The context may then fill the room they leave with the
     other candidates' messages (`nodes.response.rerank_selection.fill_candidates`)."""
+
+
+class ResponseState(ResponseInput, RerankOutput, total=False):
+    """One run of the response graph (the reranker's choice as `RerankOutput`). `assemble`
+    resets the responder's conversation and loop counters, so a per-user thread can run
+    turn after turn."""
+
+    query: str
+    """The search query: the enricher's rewrite, or the raw text."""
+    enrich_fallback: EnrichFallback | None
+    candidates: Annotated[list[TopicCandidate], latest]
+    people_candidates: Annotated[list[PersonCandidate], latest]
+    fact_candidates: Annotated[list[FactCandidate], latest]
+    evidence: Annotated[Evidence, latest]
+    """The search's message lists, which the candidates' order and the excerpts rank by."""
+    search_fallback: SearchFallback | None
+    """Set when the vector store was down: the candidates are full-text search's alone."""
+    repairs: Annotated[list[Repair], added_repairs]
+    """What was set right in the agents' replies this turn, agent by agent."""
+    session_summary: str | None
+    """The rolling summary of the segment's messages before the window, if it needs one."""
+    summary_fallback: SummaryFallback | None
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The responder's conversation: the assembled context, then replies and tool results."""
+    context_layers: dict[str, int]
+    """Tokens of each context layer that was included, in assembly order."""
+    context_tokens: int
+    context_used: ContextUsed
+    tool_rounds: int
+    empty_replies: int
+    respond_fallback: RespondFallback | None
+    respond_error: str | None
+    answer: str
+    answered_by: AnsweredBy
+    answer_partial: bool
+    """The user stopped the answer while it was written; `answer` is what was written."""
+    answer_message_id: int | None
+    """The stored answer's row (its sources are `answers[answer_message_id]`); None when
+    there was nothing to store (stopped before the first word)."""
+    sanitized: Annotated[list[str], latest]
+    """Artefacts finalize removed from the answer (seed 002's anomaly log)."""
 
 
 class RerankState(RerankInput, RerankOutput, total=False):

@@ -120,6 +120,15 @@ def _no_topica_environment() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _document_reads_accepted() -> None:
+    """A bot shut down in this process (an in-process test bot) refuses document reads
+    from then on, as a real bot's shutdown does; each test starts with reads accepted."""
+    from app.reading import resume_readers
+
+    resume_readers()
+
+
 @pytest.fixture
 def make_settings(store_engine: str) -> Callable[..., Settings]:
     """`make_settings(data_dir, **overrides)`: settings isolated from the environment."""

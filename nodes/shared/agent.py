@@ -15,7 +15,6 @@ import logging
 import operator
 import sys
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -32,7 +31,6 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from core.fallbacks import AgentFallback
-from core.metrics import AGENT_CALLS
 from core.models import ModelRegistry
 from core.records import ID_RANGE
 from core.settings import AgentName
@@ -48,6 +46,8 @@ from nodes.shared.endpoint import (
     repair_tool_call,
     token_limit,
 )
+from nodes.shared.ledger import LEDGER as LEDGER
+from nodes.shared.ledger import AgentCall as AgentCall
 from nodes.shared.structured import (
     EmptyReplyError,
     LLMOutputError,
@@ -74,56 +74,6 @@ class AgentReply(Generic[T]):
     """The caller's stop event cut the reply short: `message` is what was written by then."""
     repairs: tuple[str, ...] = ()
     """What was set right in a reply of the wrong shape (`core.state.Repair`'s kinds)."""
-
-
-@dataclass(frozen=True)
-class AgentCall:
-    """One agent call's outcome: `accepted`, `repaired` or the fallback's reason."""
-
-    agent: AgentName
-    outcome: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    repairs: tuple[str, ...] = ()
-    """What was set right in the reply (`outcome` is then `repaired`)."""
-
-
-class AgentLedger:
-    """The latest agent calls of this process, each also counted in `topica_agent_calls`:
-    what `topica bench models` reads."""
-
-    def __init__(self, size: int = 100_000) -> None:
-        self._calls: deque[AgentCall] = deque(maxlen=size)
-
-    def record(
-        self,
-        agent: AgentName,
-        outcome: str,
-        reply: AIMessage | None,
-        started: float,
-        repairs: tuple[str, ...] = (),
-    ):
-        usage = (reply.usage_metadata if reply is not None else None) or {}
-        call = AgentCall(
-            agent,
-            outcome,
-            int(usage.get("input_tokens", 0)),
-            int(usage.get("output_tokens", 0)),
-            time.monotonic() - started,
-            repairs,
-        )
-        self._calls.append(call)
-        AGENT_CALLS.labels(agent, outcome).inc()
-
-    def calls(self) -> list[AgentCall]:
-        return list(self._calls)
-
-    def clear(self) -> None:
-        self._calls.clear()
-
-
-LEDGER = AgentLedger()
 
 
 def describe(error: BaseException) -> str:

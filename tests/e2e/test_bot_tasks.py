@@ -102,6 +102,10 @@ async def test_a_recurring_task_fires_at_each_of_its_times(make_deps: Callable[.
             now[0] = due + timedelta(seconds=1)
             sent = await running.api.wait_for_sent(BORIS.id, before + 1)
             assert plain(sent[-1]) == "⏰ зарядка", count
+            for _ in range(50):  # the run is recorded (the task moved on) just after the send
+                if len(running.deps.store.tasks.runs(BORIS.id, task["id"], limit=10)) == count:
+                    break
+                await asyncio.sleep(0.1)
         assert [t.hour for t in times] == [9, 9, 9]
         assert times[1] - times[0] == times[2] - times[1] == timedelta(days=1)
         runs = running.deps.store.tasks.runs(BORIS.id, task["id"], limit=10)

@@ -30,7 +30,9 @@ from tests.support.messages import new_messages
 pytestmark = pytest.mark.timeout(240)
 
 USER = 1
-OUTCOMES = {"accepted", "repaired", *get_args(AgentFallbackReason)}
+OUTCOMES = {"accepted", "repaired", "unforced_call", *get_args(AgentFallbackReason)}
+"""What the ledger may record of a call: an outcome, a fallback, or the reranker's call
+recorded as not forceable (`unforced_call`) without asking the model."""
 SESSION = [
     "Мы с Олей решили поехать в Казань на майские, билеты на поезд уже купили.",
     "Отлично! Где будете жить?",
