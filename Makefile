@@ -57,10 +57,8 @@ test: $(DEV)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
-# Its property tests try a tenth of their examples here (TEST_QUICK, tests/support/
-# examples.py); `make test` tries them all.
 test-fast: $(DEV)
-	TEST_QUICK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit
+	$(BIN)/python -m pytest -q tests/unit
 
 lint: $(DEV)
 	$(BIN)/ruff check .

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from bot.render import html_to_plain, markdown_to_html
 from bot.splitting import split_message, utf16_length
 from tests.support.bot_api_server import HtmlError, check_telegram_html
-from tests.support.examples import examples
 
 WORDS = st.sampled_from(
     ["привет", "word", "😀", "🚋🚋", "a<b", "x&y", "tab\t", "end.", "why?", "\n", "\n\n", "  "]
@@ -40,7 +39,7 @@ def squeezed(text: str) -> str:
     return "".join(text.split())
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(markup=st.lists(telegram_html(), min_size=1, max_size=8).map("\n\n".join))
 def test_html_parts_are_valid_short_and_keep_all_text(markup: str) -> None:
     limit = 512
@@ -73,7 +72,7 @@ def test_no_cut_inside_a_tag_after_an_entity_in_its_attribute() -> None:
     assert squeezed(shown) == squeezed(check_telegram_html(markup))
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(text=TEXT, repeat=st.integers(1, 40))
 def test_plain_parts_are_short_and_keep_all_text(text: str, repeat: int) -> None:
     long_text = " ".join([text] * repeat)

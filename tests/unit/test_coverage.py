@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from core.records import MessageRow
 from core.state import TopicDraft, TopicProposal
 from nodes.memory.coverage import GENERAL_SUMMARY, make_validate, validate_coverage
-from tests.support.examples import examples
 from tests.support.messages import message_row
 
 BIG = 25_000
@@ -182,7 +181,7 @@ def chunks_and_proposals(draw):
     return chunk(ids, ["y" * n for n in lengths]), proposals, max_chars
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(chunks_and_proposals())
 def test_no_message_is_ever_lost_or_doubled(case):
     messages, proposals, max_chars = case

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.text import PROMPT_TAGS, neutralize, substitute_all, transcript
-from tests.support.examples import examples
 from tests.support.paths import ROOT
 
 
@@ -72,7 +71,7 @@ PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=examples(400))
+@settings(max_examples=400)
 @given(st.lists(PIECES, max_size=30).map("".join), st.booleans())
 def test_the_shortcut_for_text_with_nothing_to_neutralise_changes_no_result(
     text: str, keep_labels: bool

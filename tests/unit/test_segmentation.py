@@ -13,7 +13,6 @@ from hypothesis.extra.numpy import arrays
 
 from core.records import MessageRow
 from nodes.memory.segmentation import SegmentationParams, segment_conversation
-from tests.support.examples import examples
 from tests.support.messages import message_row
 
 PARAMS = SegmentationParams()
@@ -95,7 +94,7 @@ def test_summaries_quote_the_users_own_words():
     assert len(proposal["summary"]) <= PARAMS.summary_chars + 3
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     data=st.data(),
     count=st.integers(min_value=1, max_value=40),
