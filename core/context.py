@@ -176,8 +176,9 @@ class ResponseContext(FromSettings):
     turn_id: str | None = None
     """The turn's id (its message's external id), under which a caller that streams the
     answer can stop it (`Deps.stops`); None when nobody can."""
-    answer_claim: AnswerClaim = field(default_factory=AnswerClaim)
-    """Claimed by `finalize` before it stores, and by the deadline before it cuts the run."""
+    answer_claim: Any = field(default_factory=AnswerClaim)
+    """An `AnswerClaim`, claimed by `finalize` before it stores and by the deadline before
+    it cuts the run (typed `Any` so the schema Studio builds of the context can hold it)."""
 
     @classmethod
     def derived(cls, settings: Settings) -> dict[str, Any]:
