@@ -36,13 +36,14 @@ TABLES: tuple[str, ...] = (
     "conversation_titles",
     "tasks",
     "task_runs",
+    "reminder_offers",
 )
 """Every table of the store, parents first (messages point at topics, answers at
-messages, passages at attachments, task runs at tasks); the full-text indexes are rebuilt
-by the target's triggers."""
+messages, passages at attachments, task runs at tasks, reminder offers at messages); the
+full-text indexes are rebuilt by the target's triggers."""
 
 IDENTITIES = ("topics", "messages", "facts", "fact_history", "people", "attachments",
-              "passages", "message_edits", "tasks", "task_runs")  # fmt: skip
+              "passages", "message_edits", "tasks", "task_runs", "reminder_offers")  # fmt: skip
 BATCH = 1000
 
 

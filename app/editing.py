@@ -56,8 +56,8 @@ def merge_people(deps: Deps, user_id: int, source_id: int, target_id: int) -> Pe
 
 def forget_everything(deps: Deps, user_id: int) -> int:
     """Forget every fact, person and topic of the user (each as `/forget` forgets it, the
-    topics with their messages and documents) and every task with its runs; how many
-    records went."""
+    topics with their messages and documents), every task with its runs and every
+    reminder offer; how many records went."""
     store = deps.store
     with store.atomic():
         facts = store.facts.all_of(user_id)
@@ -69,6 +69,6 @@ def forget_everything(deps: Deps, user_id: int) -> int:
         topics = store.topics.all_of(user_id)
         for topic in topics:
             store.topics.delete(user_id, topic["id"])
-        tasks = store.tasks.forget(user_id)
+        tasks = store.tasks.forget(user_id) + store.offers.forget(user_id)
     reindex(deps, user_id)
     return len(facts) + len(people) + len(topics) + tasks

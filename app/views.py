@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.offers import offers_export
 from app.tasks import tasks_export
 from core.ports import Store
 from core.records import AnswerRow, MessageRow, TopicRow
@@ -78,6 +79,7 @@ def export_user(deps: Deps, user_id: int) -> dict[str, Any]:
         "answers": answers_export(store.answers.all_of(user_id), messages),
         **documents_and_edits_export(store, user_id, messages),
         "tasks": tasks_export(deps, user_id),
+        "reminder_offers": offers_export(deps, user_id),
     }
 
 

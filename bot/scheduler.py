@@ -6,6 +6,7 @@ send a run twice. A message goes through `send_html` (split under Telegram's lim
 Bot API session's retries and backoff included); a delivery that fails is logged and its
 run retried once its claim expires, except one Telegram refuses for good (the user
 blocked the bot, the chat is gone: `refused_for_good`), which ends its run undelivered.
+Each pass then sends the new reminder offers (`bot.offers`).
 A failing pass is logged and the loop goes on; `stop` lets the pass under way finish
 within a timeout. The clock is injectable so a test can move time.
 """
@@ -23,11 +24,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from aiogram import Bot
-from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNotFound
 
 from app.scheduling import Undeliverable, run_due
+from bot.offers import send_offers
 from bot.render import escape
-from bot.sending import send_html
+from bot.sending import refused_for_good, send_html
 from bot.task_texts import task_texts_for
 
 if TYPE_CHECKING:
@@ -53,20 +54,6 @@ def run_message(task: TaskRow, text: str, late: bool) -> str:
     words = task_texts_for(task["request"])
     message = words.reminder.format(text=escape(text))
     return message + (words.late if late else "")
-
-
-GONE_CHAT = ("chat not found", "user is deactivated", "bot was blocked", "bot was kicked")
-"""Telegram's descriptions of a private chat that no longer takes the bot's messages."""
-
-
-def refused_for_good(error: Exception) -> bool:
-    """Whether a send failed because the chat will never take it (403, chat not found),
-    not for a passing reason (network, 5xx, 429)."""
-    if isinstance(error, TelegramForbiddenError | TelegramNotFound):
-        return True
-    return isinstance(error, TelegramBadRequest) and any(
-        words in error.message.lower() for words in GONE_CHAT
-    )
 
 
 class TaskScheduler:
@@ -100,7 +87,7 @@ class TaskScheduler:
         self._loop = None
 
     async def run_once(self, bot: Bot) -> int:
-        """One pass: the due runs delivered; how many."""
+        """One pass: the due runs delivered (how many), then the new reminder offers."""
 
         async def deliver(user_id: int, task: TaskRow, text: str, late: bool) -> None:
             try:
@@ -110,7 +97,10 @@ class TaskScheduler:
                     raise Undeliverable(str(error)) from error
                 raise
 
-        return await run_due(self.deps, self.owner, deliver, now=self.clock())
+        now = self.clock()
+        delivered = await run_due(self.deps, self.owner, deliver, now=now)
+        await send_offers(self.deps, bot, now)
+        return delivered
 
     async def _run_forever(self, bot: Bot) -> None:
         while not self._stopping.is_set():

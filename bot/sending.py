@@ -14,7 +14,7 @@ import logging
 
 from aiogram import Bot
 from aiogram.enums import ParseMode
-from aiogram.exceptions import TelegramBadRequest
+from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNotFound
 from aiogram.methods import SendMessage
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
@@ -23,6 +23,20 @@ from bot.splitting import split_message
 from bot.webhook import OnSent, WebhookReply
 
 log = logging.getLogger(__name__)
+
+
+GONE_CHAT = ("chat not found", "user is deactivated", "bot was blocked", "bot was kicked")
+"""Telegram's descriptions of a private chat that no longer takes the bot's messages."""
+
+
+def refused_for_good(error: Exception) -> bool:
+    """Whether a send failed because the chat will never take it (403, chat not found),
+    not for a passing reason (network, 5xx, 429)."""
+    if isinstance(error, TelegramForbiddenError | TelegramNotFound):
+        return True
+    return isinstance(error, TelegramBadRequest) and any(
+        words in error.message.lower() for words in GONE_CHAT
+    )
 
 
 def is_parse_error(error: TelegramBadRequest) -> bool:

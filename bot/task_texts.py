@@ -30,6 +30,13 @@ class TaskTexts:
     timezone_set: str
     timezone_current: str
     timezone_bad: str
+    offer: str
+    """A reminder offered for something the user promised or planned."""
+    offer_buttons: dict[str, str]
+    """Offer button labels by answer: accept (with the time), dismiss."""
+    offer_dismissed: str
+    offer_gone: str
+    offer_passed: str
 
 
 ENGLISH_TASKS = TaskTexts(
@@ -48,6 +55,11 @@ ENGLISH_TASKS = TaskTexts(
     timezone_set="Time zone: {zone}. Reminders use it from now on.",
     timezone_current=f"Your time zone is {{zone}}. Change it: {ZONES}",
     timezone_bad=f"I don't know the time zone “{{name}}”. Examples: {ZONES}",
+    offer="📝 You said: “{said}”. Shall I remind you on {when}: <i>{what}</i>?",
+    offer_buttons={"accept": "⏰ Remind me {when}", "dismiss": "No thanks"},
+    offer_dismissed="📝 No reminder for <i>{what}</i>.",
+    offer_gone="This offer is no longer open.",
+    offer_passed="That time has already passed; nothing was scheduled.",
 )
 
 RUSSIAN_TASKS = TaskTexts(
@@ -70,6 +82,11 @@ RUSSIAN_TASKS = TaskTexts(
     timezone_set="Часовой пояс: {zone}. Напоминания теперь идут по нему.",
     timezone_current=f"Ваш часовой пояс: {{zone}}. Сменить: {ZONES}",
     timezone_bad=f"Не знаю часовой пояс «{{name}}». Примеры: {ZONES}",
+    offer="📝 Вы писали: «{said}». Напомнить {when}: <i>{what}</i>?",
+    offer_buttons={"accept": "⏰ Напомнить {when}", "dismiss": "Не надо"},
+    offer_dismissed="📝 Не напоминаю: <i>{what}</i>.",
+    offer_gone="Это предложение уже неактуально.",
+    offer_passed="Это время уже прошло, ничего не запланировано.",
 )
 
 

@@ -1,9 +1,9 @@
 """Reminders and tasks: /remind <when> <what>, /tasks (pause, resume and cancel buttons),
-/timezone <zone or city>.
+/timezone <zone or city>, and the answers to reminder offers (`bot.offers`).
 
 Like every command these are control, never stored as messages. A task id in button
 data is looked up with the pressing user's id (`app.tasks`), so a button, pressed or
-forged, can never reach another user's task.
+forged, can never reach another user's task; an offer's likewise (`app.offers`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from app.offers import OfferError, OfferPassed, accept_offer, dismiss_offer
 from app.tasks import (
     TaskError,
     add_from_text,
@@ -28,6 +29,7 @@ from app.tasks import (
     task_view,
     user_timezone,
 )
+from bot.offers import OfferAnswer
 from bot.render import escape, shorten
 from bot.task_texts import TaskTexts, task_texts
 from bot.texts import Texts
@@ -45,6 +47,17 @@ class TaskAction(CallbackData, prefix="task"):
     task_id: int
 
 
+def confirmation(words: TaskTexts, task: dict) -> str:
+    """A new task's confirmation: its first time in the task's zone, how it repeats."""
+    view = task_view(task, task["timezone"])
+    kind = repeats(task["rule"])
+    return words.reminded.format(
+        when=view["next_run_local"],
+        repeats=words.repeats[kind] if kind else "",
+        what=escape(task["request"]),
+    )
+
+
 async def remind(message: Message, command: CommandObject, deps: Deps, texts: Texts) -> None:
     words = task_texts(texts)
     text = (command.args or "").strip()
@@ -56,16 +69,7 @@ async def remind(message: Message, command: CommandObject, deps: Deps, texts: Te
     except WhenError:
         await message.answer(words.remind_bad.format(text=shorten(text, LINE_CHARS)))
         return
-    view = task_view(task, task["timezone"])
-    kind = repeats(task["rule"])
-    await message.answer(
-        words.reminded.format(
-            when=view["next_run_local"],
-            repeats=words.repeats[kind] if kind else "",
-            what=escape(task["request"]),
-        ),
-        parse_mode=ParseMode.HTML,
-    )
+    await message.answer(confirmation(words, task), parse_mode=ParseMode.HTML)
 
 
 def tasks_menu(deps: Deps, user_id: int, words: TaskTexts) -> tuple[str, InlineKeyboardMarkup]:
@@ -116,6 +120,31 @@ async def on_task_action(
     await query.answer(words.changed[callback_data.action])
 
 
+async def on_offer_answer(
+    query: CallbackQuery, callback_data: OfferAnswer, deps: Deps, texts: Texts
+) -> None:
+    """Accept (the reminder is scheduled and confirmed in the offer's place) or dismiss
+    a reminder offer; an offer the presser has not open changes nothing."""
+    words = task_texts(texts)
+    user_id, offer_id = query.from_user.id, callback_data.offer_id
+    try:
+        if callback_data.answer == "accept":
+            task = await asyncio.to_thread(accept_offer, deps, user_id, offer_id)
+            text = confirmation(words, task)
+        else:
+            offer = await asyncio.to_thread(dismiss_offer, deps, user_id, offer_id)
+            text = words.offer_dismissed.format(what=escape(offer["request"]))
+    except OfferPassed:
+        await query.answer(words.offer_passed, show_alert=True)
+        return
+    except OfferError:
+        await query.answer(words.offer_gone, show_alert=True)
+        return
+    if isinstance(query.message, Message):
+        await query.message.edit_text(text, parse_mode=ParseMode.HTML)
+    await query.answer()
+
+
 async def timezone(message: Message, command: CommandObject, deps: Deps, texts: Texts) -> None:
     words = task_texts(texts)
     user_id = message.from_user.id
@@ -138,4 +167,5 @@ def build_router() -> Router:
     router.message.register(show_tasks, Command("tasks"))
     router.message.register(timezone, Command("timezone"))
     router.callback_query.register(on_task_action, TaskAction.filter())
+    router.callback_query.register(on_offer_answer, OfferAnswer.filter())
     return router

@@ -4,7 +4,8 @@ search (known facts and people) → extract (the model, validated actions) → a
 fact-action service in `nodes.shared.fact_actions`, then the vectors). One call reads as
 many finished topics as fit in `CONVERSATION_CHARS`; each fact names the topic that
 states it (left out: a guess, `source_topic`), and forgetting a topic forgets the facts
-filed under it.
+filed under it. The commitments the reply names (the user's promises and plans with a
+time) become reminder offers in the same transaction (`nodes.memory.commitments`).
 Facts are never invented: without a model, or when the model fails on a batch, the graph
 takes the `defer_facts` edge with the reason, and the topics it could not read stay
 marked "facts not extracted", so a later run with a working model catches up.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -32,6 +35,7 @@ from core.records import FactRow, FactType, PersonRow, TopicRow
 from core.state import FactsReport, MemoryState
 from core.text import clip, neutralize, person_text, short_time, transcript
 from core.tracing import user_key
+from nodes.memory.commitments import Commitment, offer_commitments
 from nodes.shared.agent import call_agent_json
 from nodes.shared.documents import with_documents
 from nodes.shared.fact_actions import (
@@ -40,6 +44,7 @@ from nodes.shared.fact_actions import (
     apply_fact_change,
     index_memory,
 )
+from nodes.shared.tasks import user_timezone
 from prompts import archivist as prompt
 
 log = logging.getLogger(__name__)
@@ -77,6 +82,7 @@ class PersonAction(BaseModel):
 class ArchivistOutput(BaseModel):
     facts: list[FactAction] = Field(default_factory=list)
     people: list[PersonAction] = Field(default_factory=list)
+    commitments: list[Commitment] = Field(default_factory=list)
 
 
 def fact_text(fact: FactRow) -> str:
@@ -117,7 +123,8 @@ def read_batches(store: Store, user_id: int, topics: list[TopicRow]) -> list[Bat
     texts = []
     for topic in topics:
         messages = with_documents(store, user_id, store.messages.of_topic(user_id, topic["id"]))
-        texts.append((topic, clip(transcript(messages), CONVERSATION_CHARS)))
+        text = transcript(messages, with_ids=True)
+        texts.append((topic, clip(text, CONVERSATION_CHARS)))
     return batched(texts)
 
 
@@ -180,11 +187,26 @@ def apply_person(store: Store, user_id: int, action: PersonAction) -> str | None
     return None
 
 
+@dataclass(frozen=True)
+class Clock:
+    """When the reply is applied and the user's time zone: commitments are offered only
+    for times still ahead."""
+
+    now: datetime
+    timezone: str
+
+
 def apply_output(
-    store: Store, user_id: int, batch: Batch, output: ArchivistOutput, report: FactsReport
+    store: Store,
+    user_id: int,
+    batch: Batch,
+    output: ArchivistOutput,
+    report: FactsReport,
+    clock: Clock,
 ) -> None:
-    """The reply's actions and its topics' facts_extracted flags, in one transaction;
-    refused actions (other users' ids, bad values) are logged and skipped."""
+    """The reply's actions, its commitments' reminder offers and its topics'
+    facts_extracted flags, in one transaction; refused actions (other users' ids, bad
+    values) are logged and skipped."""
     with store.atomic():
         known = {fact["content"].casefold() for fact in store.facts.all_of(user_id)}
         appliers = (
@@ -200,7 +222,9 @@ def apply_output(
                     continue
                 if counter:
                     report[counter] += 1
-        store.topics.mark_facts_extracted(user_id, [topic["id"] for topic, _ in batch])
+        topics = [topic for topic, _ in batch]
+        offer_commitments(store, user_id, topics, output.commitments, clock.timezone, clock.now)
+        store.topics.mark_facts_extracted(user_id, [topic["id"] for topic in topics])
 
 
 def empty_report(topics: list[TopicRow]) -> FactsReport:
@@ -210,6 +234,13 @@ def empty_report(topics: list[TopicRow]) -> FactsReport:
     return FactsReport(
         status="done", reason=None, topics=[topic["id"] for topic in topics], **counters
     )
+
+
+def applied_at(context: MemoryContext) -> datetime:
+    """The run's clock (`now_ts`), else the wall clock."""
+    if context.now_ts is None:
+        return datetime.now(UTC)
+    return datetime.fromtimestamp(context.now_ts, UTC)
 
 
 def make_extract_facts(deps: Deps):
@@ -226,6 +257,7 @@ def make_extract_facts(deps: Deps):
         report = empty_report(topics)
         fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
         batches = [] if fallback else await asyncio.to_thread(read_batches, store, user_id, topics)
+        timezone = await asyncio.to_thread(user_timezone, deps, user_id)
         for batch in batches:
             facts = await asyncio.to_thread(store.facts.all_of, user_id)
             people = await asyncio.to_thread(store.people.all_of, user_id)
@@ -241,7 +273,10 @@ def make_extract_facts(deps: Deps):
                 # batches still get their turn.
                 fallback = fallback or result
                 continue
-            await asyncio.to_thread(apply_output, store, user_id, batch, result.value, report)
+            clock = Clock(now=applied_at(runtime.context), timezone=timezone)
+            await asyncio.to_thread(
+                apply_output, store, user_id, batch, result.value, report, clock
+            )
             # The reply is applied for good; indexing that fails is caught up from the
             # vector queue, never by asking the Archivist again.
             await asyncio.to_thread(index_memory, deps.indexer, user_id, "facts", "people")

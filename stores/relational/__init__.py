@@ -3,8 +3,9 @@
 One repository per entity over one shared connection (`Database`): `sessions` (users,
 segments, rolling summaries), `messages` (with their edits), `topics`, `facts`, `people`,
 `answers` (what each answer was made from), `attachments` (documents kept as memory, in
-passages), the `vector_queue` of records the vector index still lacks, and `tasks`
-(scheduled tasks, their runs, each user's time zone). Every public
+passages), the `vector_queue` of records the vector index still lacks, `tasks`
+(scheduled tasks, their runs, each user's time zone) and `offers` (reminders offered for
+the user's commitments). Every public
 method takes the user id and every statement filters on it: one user's call can never
 read or change another user's rows. `atomic()` makes calls on several repositories one
 transaction.
@@ -22,6 +23,7 @@ from stores.relational.attachments import AttachmentRepository
 from stores.relational.database import Database, SqliteDatabase
 from stores.relational.facts import FactRepository
 from stores.relational.messages import MessageRepository
+from stores.relational.offers import OfferRepository
 from stores.relational.people import PeopleRepository
 from stores.relational.sessions import SessionRepository
 from stores.relational.tasks import TaskRepository
@@ -47,6 +49,7 @@ class RelationalStore:
         self.attachments = AttachmentRepository(self.db)
         self.vector_queue = VectorQueue(self.db)
         self.tasks = TaskRepository(self.db)
+        self.offers = OfferRepository(self.db)
 
     @property
     def path(self) -> str:

@@ -3,6 +3,8 @@ number of the last one applied."""
 
 from __future__ import annotations
 
+from stores.relational.task_schema import REMINDER_OFFERS, task_tables
+
 
 def _full_text_index(table: str, column: str, user_id: str) -> str:
     """An external-content FTS5 index of `table.column` (with `user_id` as given: indexed
@@ -87,41 +89,6 @@ def _words_index(table: str, column: str, *, on_update: bool) -> str:
         {forget}
     END;{update}
     INSERT INTO {index}(rowid, words) SELECT id, topica_words(user_id, {column}) FROM {table};
-    """
-
-
-def task_tables(identity: str, integer: str) -> str:
-    """The migration of scheduled tasks, their runs and each user's time zone, in one
-    engine's types: `identity` an id column's type, `integer` a user or task id's."""
-    return f"""
-    ALTER TABLE users ADD COLUMN timezone TEXT;
-    CREATE TABLE tasks (
-        id {identity},
-        user_id {integer} NOT NULL,
-        request TEXT NOT NULL,
-        rule TEXT,
-        timezone TEXT NOT NULL,
-        state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'done', 'cancelled')),
-        next_run_at TEXT,
-        created_at TEXT NOT NULL,
-        claimed_by TEXT,
-        claimed_until TEXT
-    );
-    CREATE INDEX tasks_user ON tasks(user_id, id);
-    CREATE INDEX tasks_due ON tasks(next_run_at) WHERE state = 'active';
-    CREATE TABLE task_runs (
-        id {identity},
-        task_id {integer} NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-        user_id {integer} NOT NULL,
-        due_at TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        finished_at TEXT NOT NULL,
-        output TEXT NOT NULL,
-        tools_called TEXT NOT NULL DEFAULT '[]',
-        fallback_reason TEXT,
-        late INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX task_runs_task ON task_runs(user_id, task_id, id);
     """
 
 
@@ -395,4 +362,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 14: the title of each imported conversation (a ChatGPT conversation, a Telegram
     # chat), keyed by its messages' external id prefix (`SessionRepository.titles`).
     CONVERSATION_TITLES.format(integer="INTEGER"),
+    # 15: reminders offered for what the user promised or planned (`stores.relational.
+    # offers`), each kept until the user accepts or dismisses it.
+    REMINDER_OFFERS.format(identity="INTEGER PRIMARY KEY AUTOINCREMENT", integer="INTEGER"),
 )
