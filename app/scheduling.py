@@ -12,7 +12,10 @@ now, so missed periods are not caught up one by one. A run is recorded only afte
 `deliver` returns: a process that dies in between leaves its claim to expire, and the
 run is delivered again (its message, stored under the run's own external id, once).
 A delivery refused for good (`Undeliverable`: the user blocked the bot, the chat is
-gone) ends the run all the same, recorded as not delivered, and the task moves on.
+gone) ends the run all the same, recorded as not delivered, and the task moves on; its
+message, which the user never received, leaves the user's history (it is stored before
+the send so that a work run's message can carry its Sources button, and so that a run
+sent again after a crash is stored once).
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ if TYPE_CHECKING:
     from stores.relational.tasks import TaskRow
 
 LATE_AFTER_S = 60.0
-Deliver = Callable[[int, "TaskRow", str, bool], Awaitable[None]]
-"""`deliver(user_id, task, text, late)`: send a run's message; raises when it could not."""
+Deliver = Callable[[int, "TaskRow", str, bool, int | None], Awaitable[None]]
+"""`deliver(user_id, task, text, late, answer_id)`: send a run's message (`answer_id`: the
+stored message whose sources a work run's message shows, else None); raises when it
+could not."""
 
 UNDELIVERABLE = "undeliverable"
 """The run's fallback reason when its message could never reach the user."""
@@ -56,22 +61,24 @@ def task_message_id(task_id: int, due_at: str) -> str:
     return f"task:{task_id}:{due_at}"
 
 
-def store_run_message(deps: Deps, user_id: int, message: NewMessage, state: dict) -> None:
+def store_run_message(deps: Deps, user_id: int, message: NewMessage, state: dict) -> int | None:
     """The run's message in the user's history; a work run's with its sources recorded
-    like an answer's (written by the Tasker, or `memory` when it fell back)."""
+    like an answer's (written by the Tasker, or `memory` when it fell back), whose
+    stored id it returns (None for a reminder, which has no sources)."""
     if state.get("kind") != "work":
         deps.store.messages.add(user_id, [message])
-        return
+        return None
     answered_by = "memory" if state.get("task_fallback") else "responder"
-    store_answer(
+    return store_answer(
         deps, user_id, message, task_sources(state), answered_by=answered_by, partial=False
     )
 
 
 async def write_run(
     deps: Deps, graph: CompiledStateGraph, user_id: int, task: TaskRow, due_at: str, now: datetime
-) -> dict:
-    """The run's message from the task graph, stored in the user's history (kind `task`)."""
+) -> tuple[dict, int | None]:
+    """The run's message from the task graph, stored in the user's history (kind `task`);
+    the graph's state and the stored answer's id of a work run."""
     context = TaskContext.from_settings(deps.settings, user_id=user_id, now_iso=now.isoformat())
     state = await graph.ainvoke(
         {"task_id": task["id"], "request": task["request"]}, context=context
@@ -83,8 +90,8 @@ async def write_run(
         created_at=now.isoformat(timespec="seconds"),
         kind="task",
     )
-    await asyncio.to_thread(store_run_message, deps, user_id, message, state)
-    return state
+    answer_id = await asyncio.to_thread(store_run_message, deps, user_id, message, state)
+    return state, answer_id
 
 
 async def run_due(
@@ -106,8 +113,8 @@ async def run_due(
         started = datetime.now(UTC).isoformat(timespec="seconds")
         fallback: str | None = None
         try:
-            state = await write_run(deps, graph, user_id, task, due_at, moment)
-            await deliver(user_id, task, state["message"], late)
+            state, answer_id = await write_run(deps, graph, user_id, task, due_at, moment)
+            await deliver(user_id, task, state["message"], late, answer_id)
         except Undeliverable as error:
             log.warning("task %s: undeliverable (%s); the run ends undelivered", task["id"], error)
             fallback = UNDELIVERABLE
@@ -123,6 +130,11 @@ async def run_due(
             "fallback_reason": fallback or state.get("task_fallback"),
             "late": late,
         }
-        await asyncio.to_thread(store.finish_run, user_id, task["id"], owner, run, following)
+        recorded = await asyncio.to_thread(
+            store.finish_run, user_id, task["id"], owner, run, following
+        )
+        if recorded is not None and fallback == UNDELIVERABLE:
+            external_id = task_message_id(task["id"], due_at)
+            await asyncio.to_thread(deps.store.messages.remove_task_message, user_id, external_id)
         delivered += fallback is None
     return delivered

@@ -2,11 +2,12 @@
 (`app.scheduling.run_due`) and sends each run's message to the user's private chat.
 
 Each bot process claims runs under its own owner id, so replicas on one database never
-send a run twice. A message goes through `send_html` (split under Telegram's limit, the
-Bot API session's retries and backoff included); a delivery that fails is logged and its
-run retried once its claim expires, except one Telegram refuses for good (the user
-blocked the bot, the chat is gone: `refused_for_good`), which ends its run undelivered.
-Each pass then sends the new reminder offers (`bot.offers`).
+send a run twice. A work run's message carries the Sources button of its stored answer
+(`bot.routers.sources`), like an answer. A message goes through `send_html` (split under
+Telegram's limit, the Bot API session's retries and backoff included); a delivery that
+fails is logged and its run retried once its claim expires, except one Telegram refuses
+for good (the user blocked the bot, the chat is gone: `refused_for_good`), which ends
+its run undelivered. Each pass then sends the new reminder offers (`bot.offers`).
 A failing pass is logged and the loop goes on; `stop` lets the pass under way finish
 within a timeout. The clock is injectable so a test can move time.
 """
@@ -28,8 +29,9 @@ from aiogram import Bot
 from app.scheduling import Undeliverable, run_due
 from bot.offers import send_offers
 from bot.render import escape
+from bot.routers.sources import sources_button
 from bot.sending import refused_for_good, send_html
-from bot.task_texts import task_texts_for
+from bot.task_texts import task_texts_for, texts_for
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -89,9 +91,13 @@ class TaskScheduler:
     async def run_once(self, bot: Bot) -> int:
         """One pass: the due runs delivered (how many), then the new reminder offers."""
 
-        async def deliver(user_id: int, task: TaskRow, text: str, late: bool) -> None:
+        async def deliver(
+            user_id: int, task: TaskRow, text: str, late: bool, answer_id: int | None
+        ) -> None:
+            texts = texts_for(task["request"])
+            buttons = sources_button(texts, answer_id) if answer_id is not None else None
             try:
-                await send_html(bot, user_id, run_message(task, text, late))
+                await send_html(bot, user_id, run_message(task, text, late), buttons=buttons)
             except Exception as error:
                 if refused_for_good(error):
                     raise Undeliverable(str(error)) from error

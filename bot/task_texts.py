@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.texts import RUSSIAN, Texts
+from bot.texts import ENGLISH, RUSSIAN, Texts
 
 EXAMPLES_EN = "/remind in 10 minutes stretch · /remind every Monday at 10 weekly review"
 EXAMPLES_RU = "/remind через 10 минут размяться · /remind каждый понедельник в 10 отчёт"
@@ -94,8 +94,13 @@ def task_texts(texts: Texts) -> TaskTexts:
     return RUSSIAN_TASKS if texts is RUSSIAN else ENGLISH_TASKS
 
 
-def task_texts_for(request: str) -> TaskTexts:
-    """The texts for a run's message, which has no user update to take a language from:
-    Russian for a request written in Cyrillic."""
+def texts_for(request: str) -> Texts:
+    """The bot's texts for a run's message or an offer, which has no user update to take a
+    language from: Russian for a request written in Cyrillic."""
     cyrillic = any("а" <= char.lower() <= "я" or char.lower() == "ё" for char in request)
-    return RUSSIAN_TASKS if cyrillic else ENGLISH_TASKS
+    return RUSSIAN if cyrillic else ENGLISH
+
+
+def task_texts_for(request: str) -> TaskTexts:
+    """The task texts for a run's message or an offer (`texts_for`)."""
+    return task_texts(texts_for(request))

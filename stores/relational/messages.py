@@ -145,6 +145,18 @@ class MessageRepository(Repository):
         )
         return message_row(rows[0]) if rows else None
 
+    def remove_task_message(self, user_id: int, external_id: str) -> bool:
+        """Delete the user's scheduled-task message stored under `external_id` (with its
+        sources), one the user never received; whether there was one. Only a `task`
+        message: conversation is never removed this way."""
+        with self._db.transaction() as db:
+            return bool(
+                db.execute(
+                    "DELETE FROM messages WHERE user_id = ? AND external_id = ? AND kind = 'task'",
+                    (user_id, external_id),
+                ).rowcount
+            )
+
     def unanswered(self, user_id: int, external_prefix: str) -> list[MessageRow]:
         """The user's messages under `external_prefix` (one chat's) that no answer covers:
         those after the last question of that chat that has an answer (`REPLY_PREFIX`).

@@ -36,9 +36,14 @@ ANSWER = "Про стоматолога: вы записаны на 4 декаб
 class Outbox:
     def __init__(self) -> None:
         self.sent: list[tuple[int, int, str, bool]] = []
+        self.answer_ids: list[int | None] = []
+        """The stored answer whose Sources button each message carries, if any."""
 
-    async def __call__(self, user_id: int, task, text: str, late: bool) -> None:
+    async def __call__(
+        self, user_id: int, task, text: str, late: bool, answer_id: int | None
+    ) -> None:
         self.sent.append((user_id, task["id"], text, late))
+        self.answer_ids.append(answer_id)
 
 
 def remember(deps: Deps, user_id: int, secret: str) -> None:
@@ -80,6 +85,7 @@ async def test_a_reminder_is_sent_as_written_without_asking_the_model(with_taske
     assert await run_due(deps, "a", outbox, now=DUE) == 1
 
     assert outbox.sent == [(1, task["id"], "позвонить маме", False)]
+    assert outbox.answer_ids == [None], "a plain reminder has no Sources button"
     assert server.chat_requests == []
     [run] = deps.store.tasks.runs(1, task["id"], 5)
     assert (run["output"], run["fallback_reason"], run["tools_called"]) == (
@@ -137,6 +143,7 @@ async def test_a_work_task_searches_the_users_memory_with_its_tool(with_tasker, 
     [sent] = [row["id"] for row in deps.store.messages.all_of(1) if row["kind"] == "task"]
     hits = [found for found, _ in deps.store.messages.search(1, "доктору Сомову", 5)]
     assert hits and sent not in hits, "a task message is not searched as memory"
+    assert outbox.answer_ids == [sent], "the message carries its stored answer's Sources"
     [own_topic] = deps.store.topics.all_of(1)
     answer = deps.store.answers.get(1, sent)
     assert answer is not None and answer["answered_by"] == "responder"

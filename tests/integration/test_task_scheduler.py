@@ -9,7 +9,7 @@ import asyncio
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from app.scheduling import run_due
+from app.scheduling import UNDELIVERABLE, Undeliverable, run_due, task_message_id
 from app.tasks import add_task, change_task
 from core.deps import Deps
 
@@ -17,11 +17,16 @@ NOW = datetime(2026, 11, 26, 19, 0, tzinfo=UTC)
 
 
 class Outbox:
-    def __init__(self, failing: bool = False) -> None:
+    def __init__(self, failing: bool = False, refusing: bool = False) -> None:
         self.sent: list[tuple[int, int, str, bool]] = []
         self.failing = failing
+        self.refusing = refusing
 
-    async def __call__(self, user_id: int, task, text: str, late: bool) -> None:
+    async def __call__(
+        self, user_id: int, task, text: str, late: bool, answer_id: int | None
+    ) -> None:
+        if self.refusing:
+            raise Undeliverable("Forbidden: bot was blocked by the user")
         if self.failing:
             raise ConnectionError("telegram is down")
         self.sent.append((user_id, task["id"], text, late))
@@ -75,6 +80,36 @@ async def test_a_failed_delivery_is_tried_again_after_the_lease(deps: Deps):
     lease = deps.settings.task_claim_lease_s
     assert await run_due(deps, "b", outbox, now=due + timedelta(seconds=lease + 1)) == 1
     assert outbox.sent == [(1, task["id"], "позвонить", True)]
+
+
+async def test_an_undeliverable_run_leaves_no_message_in_the_history(deps: Deps):
+    """A run refused for good is recorded undelivered and its message, never received,
+    is not kept; a run that failed for a passing reason keeps its message (stored once)
+    for the delivery after its lease."""
+    blocked = add_task(deps, 1, "через 5 секунд", "позвонить", now=NOW)
+    other = add_task(deps, 2, "через 5 секунд", "написать", now=NOW)
+    due = NOW + timedelta(seconds=5)
+    blocked_id = task_message_id(blocked["id"], blocked["next_run_at"])
+    other_id = task_message_id(other["id"], other["next_run_at"])
+
+    assert await run_due(deps, "a", Outbox(refusing=True), now=due) == 0
+
+    [run] = deps.store.tasks.runs(1, blocked["id"], 5)
+    assert run["fallback_reason"] == UNDELIVERABLE
+    assert deps.store.messages.by_external_id(1, blocked_id) is None
+    assert deps.store.messages.all_of(1) == []
+    assert deps.store.messages.by_external_id(2, other_id) is None, "each user's own"
+    assert deps.store.tasks.get(1, blocked["id"])["state"] == "done"
+
+    again = add_task(deps, 1, "через 5 секунд", "позвонить ещё", now=NOW)
+    assert await run_due(deps, "a", Outbox(failing=True), now=due) == 0
+    kept = deps.store.messages.by_external_id(1, task_message_id(again["id"], again["next_run_at"]))
+    assert kept is not None and kept["content"] == "позвонить ещё"
+    lease = deps.settings.task_claim_lease_s
+    outbox = Outbox()
+    assert await run_due(deps, "b", outbox, now=due + timedelta(seconds=lease + 1)) == 1
+    assert outbox.sent == [(1, again["id"], "позвонить ещё", True)]
+    assert [row["content"] for row in deps.store.messages.all_of(1)] == ["позвонить ещё"]
 
 
 async def test_two_schedulers_deliver_each_of_fifty_runs_once(deps: Deps):
