@@ -5,7 +5,8 @@ processes on one database each run is claimed by exactly one, `TaskRepository.
 claim_due`), runs each through the task graph (`graphs/tasks.py`: a reminder as written,
 a task asking for work by the Tasker over the user's memory), stores the message in the
 user's history as a `task` message (a work run's with its sources, recorded like an
-answer's), hands it to `deliver` and then records the run with
+answer's; written inside `streams`, which may show it while the Tasker writes it, as a
+turn's answer streams), hands it to `deliver` and then records the run with
 the task's next time. A run delivered more than `LATE_AFTER_S` after its time is marked
 late (the process was down); a recurring task then runs next at its first time after
 now, so missed periods are not caught up one by one. A run is recorded only after
@@ -21,13 +22,17 @@ sent again after a crash is stored once).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from langgraph.graph.state import CompiledStateGraph
 
+from app.deadline import Progress
+from app.turns import OnText, turn_states
 from core.context import TaskContext
 from core.records import NewMessage, parse_timestamp
 from core.when import next_run
@@ -44,6 +49,13 @@ Deliver = Callable[[int, "TaskRow", str, bool, int | None], Awaitable[None]]
 """`deliver(user_id, task, text, late, answer_id)`: send a run's message (`answer_id`: the
 stored message whose sources a work run's message shows, else None); raises when it
 could not."""
+
+Streams = Callable[[int, str], AbstractAsyncContextManager[OnText | None]]
+"""`streams(user_id, run_id)`: while the block runs, where a run's message being written
+goes (`on_text`, the bot's drafts), or None; the run's message is delivered after it."""
+
+WORK_NODES = frozenset({"work"})
+"""The task graph's node whose model writes a work run's message."""
 
 UNDELIVERABLE = "undeliverable"
 """The run's fallback reason when its message could never reach the user."""
@@ -74,15 +86,41 @@ def store_run_message(deps: Deps, user_id: int, message: NewMessage, state: dict
     )
 
 
+@contextlib.asynccontextmanager
+async def unstreamed(user_id: int, run_id: str) -> AsyncIterator[OnText | None]:
+    """No streaming: each run's message is written whole."""
+    yield None
+
+
+async def run_graph(
+    graph: CompiledStateGraph, run_input: dict, context: TaskContext, on_text: OnText | None
+) -> dict:
+    """The task graph's final state; with `on_text`, run with the turn's streaming
+    (`app.turns.turn_states`), telling it of the message while the Tasker writes it."""
+    if on_text is None:
+        return await graph.ainvoke(run_input, context=context)
+    return await Progress().follow(turn_states(graph, run_input, {}, context, on_text, WORK_NODES))
+
+
 async def write_run(
-    deps: Deps, graph: CompiledStateGraph, user_id: int, task: TaskRow, due_at: str, now: datetime
+    deps: Deps,
+    graph: CompiledStateGraph,
+    user_id: int,
+    task: TaskRow,
+    due_at: str,
+    now: datetime,
+    on_text: OnText | None = None,
 ) -> tuple[dict, int | None]:
     """The run's message from the task graph, stored in the user's history (kind `task`);
     the graph's state and the stored answer's id of a work run."""
-    context = TaskContext.from_settings(deps.settings, user_id=user_id, now_iso=now.isoformat())
-    state = await graph.ainvoke(
-        {"task_id": task["id"], "request": task["request"]}, context=context
+    context = TaskContext.from_settings(
+        deps.settings,
+        user_id=user_id,
+        now_iso=now.isoformat(),
+        run_id=task_message_id(task["id"], due_at),
     )
+    run_input = {"task_id": task["id"], "request": task["request"]}
+    state = await run_graph(graph, run_input, context, on_text)
     message = NewMessage(
         external_id=task_message_id(task["id"], due_at),
         role="assistant",
@@ -95,11 +133,17 @@ async def write_run(
 
 
 async def run_due(
-    deps: Deps, owner: str, deliver: Deliver, now: datetime | None = None, limit: int = 50
+    deps: Deps,
+    owner: str,
+    deliver: Deliver,
+    now: datetime | None = None,
+    limit: int = 50,
+    streams: Streams = unstreamed,
 ) -> int:
     """One pass: deliver and record the runs due by `now` that `owner` claims; how many
     were delivered. A run whose delivery fails stays claimed until its lease ends, then
-    is tried again; one that is `Undeliverable` is recorded and not tried again."""
+    is tried again; one that is `Undeliverable` is recorded and not tried again. Each
+    run's message is written inside `streams(user_id, run_id)`."""
     store = deps.store.tasks
     moment = now or datetime.now(UTC)
     lease = deps.settings.task_claim_lease_s
@@ -113,7 +157,10 @@ async def run_due(
         started = datetime.now(UTC).isoformat(timespec="seconds")
         fallback: str | None = None
         try:
-            state, answer_id = await write_run(deps, graph, user_id, task, due_at, moment)
+            async with streams(user_id, task_message_id(task["id"], due_at)) as on_text:
+                state, answer_id = await write_run(
+                    deps, graph, user_id, task, due_at, moment, on_text
+                )
             await deliver(user_id, task, state["message"], late, answer_id)
         except Undeliverable as error:
             log.warning("task %s: undeliverable (%s); the run ends undelivered", task["id"], error)

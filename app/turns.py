@@ -33,7 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 from app.deadline import Progress, within_deadline
 from app.views import turn_result
 from core.callbacks import LLMUsage
-from core.context import ResponseContext
+from core.context import ResponseContext, TaskContext
 from core.deps import Deps
 from core.records import MessageRow, NewMessage, parse_timestamp
 from core.text import valid_text
@@ -178,11 +178,13 @@ async def turn_states(
     graph: CompiledStateGraph,
     turn_input: dict[str, Any],
     config: dict[str, Any],
-    context: ResponseContext,
+    context: ResponseContext | TaskContext,
     on_text: OnText | None,
+    answer_nodes: frozenset[str] = ANSWER_NODES,
 ) -> AsyncIterator[dict[str, Any]]:
     """Run the graph with LangGraph's streaming, yielding each full state it reaches and
-    telling `on_text` (if any) of the answer's growth."""
+    telling `on_text` (if any) of the answer's growth: the text its `answer_nodes`' model
+    is writing (a task run's streams the same way, `app.scheduling`)."""
     answer = AnswerText()
     modes = ["values"] if on_text is None else ["messages", "values"]
     async for mode, payload in graph.astream(
@@ -195,7 +197,7 @@ async def turn_states(
         if (
             on_text is not None
             and isinstance(chunk, AIMessageChunk)
-            and metadata.get("langgraph_node") in ANSWER_NODES
+            and metadata.get("langgraph_node") in answer_nodes
             and answer.add(chunk)
         ):
             await _resolved(on_text(answer.text))

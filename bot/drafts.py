@@ -7,6 +7,9 @@ converter closes what is still open, such as a code block); past Telegram's leng
 it shows the part being written. The draft carries Telegram's stop button: a press stops
 the turn (`Deps.stops`) and what was written becomes the answer.
 
+A scheduled task's run streams the same way into its user's private chat
+(`drafts_for_run`): the Tasker's message grows in a draft, then is sent.
+
 Drafts are a preview, never the answer: the answer is always sent after as an ordinary
 message. So a draft Telegram refuses (an older Bot API server, a chat without drafts, an
 error) only ends the drafts of that answer, and `close()` waits for a draft still in
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import zlib
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -138,6 +142,22 @@ class DraftStream:
 
 
 @contextlib.asynccontextmanager
+async def open_drafts(
+    bot: Bot, settings: Settings, stops: GenerationStops, chat_id: int, draft_id: int, key: str
+) -> AsyncIterator[DraftStream]:
+    """Drafts of `chat_id` whose stop button stops what is open under `key` in `stops`,
+    while the block runs; they close when it ends."""
+    with stops.open(key) as stop:
+        drafts = DraftStream(
+            bot, chat_id, draft_id, interval_s=settings.draft_interval_s, stop=stop
+        )
+        try:
+            yield drafts
+        finally:
+            await drafts.close()
+
+
+@contextlib.asynccontextmanager
 async def drafts_for(
     bot: Bot, message: Message, settings: Settings, stops: GenerationStops
 ) -> AsyncIterator[DraftStream | None]:
@@ -146,15 +166,20 @@ async def drafts_for(
     if not settings.streaming or message.chat.type != ChatType.PRIVATE:
         yield None
         return
-    with stops.open(external_id(message)) as stop:
-        drafts = DraftStream(
-            bot,
-            message.chat.id,
-            message.message_id,
-            interval_s=settings.draft_interval_s,
-            stop=stop,
-        )
-        try:
-            yield drafts
-        finally:
-            await drafts.close()
+    chat_id, draft_id = message.chat.id, message.message_id
+    async with open_drafts(bot, settings, stops, chat_id, draft_id, external_id(message)) as drafts:
+        yield drafts
+
+
+@contextlib.asynccontextmanager
+async def drafts_for_run(
+    bot: Bot, settings: Settings, stops: GenerationStops, chat_id: int, run_id: str
+) -> AsyncIterator[DraftStream | None]:
+    """Drafts for a task run's message in the user's private chat `chat_id` with
+    streaming on (else None), the run open under its id in `stops`."""
+    if not settings.streaming:
+        yield None
+        return
+    draft_id = zlib.crc32(run_id.encode()) or 1
+    async with open_drafts(bot, settings, stops, chat_id, draft_id, run_id) as drafts:
+        yield drafts

@@ -2,14 +2,16 @@
 (`app.scheduling.run_due`) and sends each run's message to the user's private chat.
 
 Each bot process claims runs under its own owner id, so replicas on one database never
-send a run twice. A work run's message carries the Sources button of its stored answer
-(`bot.routers.sources`), like an answer. A message goes through `send_html` (split under
-Telegram's limit, the Bot API session's retries and backoff included); a delivery that
-fails is logged and its run retried once its claim expires, except one Telegram refuses
-for good (the user blocked the bot, the chat is gone: `refused_for_good`), which ends
-its run undelivered. Each pass then sends the new reminder offers (`bot.offers`).
-A failing pass is logged and the loop goes on; `stop` lets the pass under way finish
-within a timeout. The clock is injectable so a test can move time.
+send a run twice. A work run's message streams into a draft while the Tasker writes it
+(`bot.drafts.drafts_for_run`, like a turn's), then is sent with the Sources button of its
+stored answer (`bot.routers.sources`), like an answer. A message goes through `send_html`
+(split under Telegram's limit, the Bot API session's retries and backoff included); a
+delivery that fails is logged and its run retried once its claim expires, except one
+Telegram refuses for good (the user blocked the bot, the chat is gone:
+`refused_for_good`), which ends its run undelivered. Each pass then sends the new
+reminder offers (`bot.offers`). A failing pass is logged and the loop goes on; `stop`
+lets the pass under way finish within a timeout. The clock is injectable so a test can
+move time.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from aiogram import Bot
 
 from app.scheduling import Undeliverable, run_due
+from app.turns import OnText
+from bot.drafts import drafts_for_run
 from bot.offers import send_offers
 from bot.render import escape
 from bot.routers.sources import sources_button
@@ -104,7 +108,14 @@ class TaskScheduler:
                 raise
 
         now = self.clock()
-        delivered = await run_due(self.deps, self.owner, deliver, now=now)
+
+        @contextlib.asynccontextmanager
+        async def streams(user_id: int, run_id: str) -> AsyncIterator[OnText | None]:
+            settings, stops = self.deps.settings, self.deps.stops
+            async with drafts_for_run(bot, settings, stops, user_id, run_id) as drafts:
+                yield drafts.update if drafts else None
+
+        delivered = await run_due(self.deps, self.owner, deliver, now=now, streams=streams)
         await send_offers(self.deps, bot, now)
         return delivered
 

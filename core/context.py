@@ -221,3 +221,7 @@ class TaskContext(FromSettings):
     """The run's date and time (ISO-8601); None means the wall clock."""
     task_history: int = DEFAULTS.task_history
     max_tool_rounds: int = 3
+    run_id: str | None = None
+    """The run's id in `Deps.stops` while its message is streamed (the bot's drafts): the
+    Tasker then reads its reply as a stream, which LangGraph's `messages` mode shows as
+    it is written. None: the reply is read whole."""

@@ -128,6 +128,7 @@ def make_work(deps: Deps, tools: list[BaseTool]):
             user_id=runtime.context.user_id,
             parse=tool_calls_or_text,
             bind=(lambda model: model.bind_tools(tools)) if may_call else None,
+            stop=deps.stops.event(runtime.context.run_id),
         )
         if isinstance(result, AgentFallback):
             return Command(goto="work_offline", update={"task_fallback": result.reason})

@@ -1,10 +1,12 @@
-"""A work task's run through the bot on loopback carries the Sources button of its stored
-answer, like an answer: the Tasker (on the scripted OpenAI-compatible server) searches the
-user's memory, the message arrives with the button, pressing it shows what the run was
-made from; a plain reminder has no button; a stranger's press on it shows nothing."""
+"""A work task's run through the bot on loopback, like an answer: the Tasker (on the
+scripted OpenAI-compatible server) searches the user's memory, its message grows in
+drafts while it is written and then arrives once with the Sources button of its stored
+answer; pressing it shows what the run was made from; a plain reminder has no button; a
+stranger's press on it shows nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +28,10 @@ ALICE = FakeUser(101, "Alice", "en")
 BORIS = FakeUser(202, "Борис", "ru")
 FAST = {"task_poll_s": 0.2, "turn_wait_s": 0.1}
 ANSWER = "You booked the dentist, Dr Somov, for December 4."
+LONG_ANSWER = (
+    "You booked the dentist, Dr Somov, for December 4 at ten in the morning; "
+    "bring the insurance card and arrive a little early to fill in the forms."
+)
 
 
 def remember_dentist(deps: Deps, user_id: int) -> str:
@@ -85,3 +91,33 @@ async def test_a_work_run_carries_its_sources_button(
             what="the stranger's press refused",
         )
         assert api.sent_messages(BORIS.id) == []
+
+
+async def test_a_work_run_grows_in_drafts_then_comes_once(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+) -> None:
+    server.script(reply(LONG_ANSWER, pace_s=0.05))
+    models = {"tasker": server.chat_model()}
+    settings = {**FAST, "draft_interval_s": 0.2}
+    async with running_bot(make_deps, [ALICE], models=models, **settings) as running:
+        api, deps = running.api, running.deps
+        now = [datetime.now(UTC)]
+        running.dispatcher["scheduler"].clock = lambda: now[0]
+        await command(running, ALICE, "/remind in 1 hour summarise my week")
+        [task] = deps.store.tasks.of_user(ALICE.id)
+        now[0] = parse_timestamp(task["next_run_at"]) + timedelta(seconds=1)
+
+        final = (await api.wait_for_sent(ALICE.id, 2, within_s=30))[-1]
+        await asyncio.sleep(0.5)
+
+        drafts = api.drafts(ALICE.id)
+        assert len(drafts) >= 2, "the message grew in drafts while the Tasker wrote it"
+        shown = [html_to_plain(call.params["text"]) for call in drafts]
+        assert all(LONG_ANSWER.startswith(text) for text in shown)
+        assert [len(text) for text in shown] == sorted({len(text) for text in shown})
+        assert len({call.params["draft_id"] for call in drafts}) == 1
+        assert final.at > drafts[-1].at, "no draft after the message"
+        assert html_to_plain(final.params["text"]) == f"⏰ {LONG_ANSWER}"
+        assert len(api.sent_messages(ALICE.id)) == 2, "the message comes once"
+        [button] = buttons(final)
+        assert button["text"] == ENGLISH.sources_button
