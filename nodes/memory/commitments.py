@@ -17,10 +17,15 @@ from pydantic import BaseModel
 from core.errors import StoreError
 from core.ports import Store
 from core.records import TopicRow, parse_timestamp
+from core.text import clip
 from core.tracing import user_key
-from core.when import WhenError, parse_when
+from core.when import parse_when
 
 log = logging.getLogger(__name__)
+
+WHEN_CHARS = 80
+"""A longer "when" is not a time as the user said it: the commitment is skipped."""
+REQUEST_CHARS = 300
 
 
 class Commitment(BaseModel):
@@ -52,11 +57,11 @@ def offer_commitments(
     offered = 0
     for commitment in commitments:
         message = said_in.get(commitment.message_id or 0)
-        if message is None or not commitment.text.strip():
+        if message is None or not commitment.text.strip() or len(commitment.when) > WHEN_CHARS:
             continue
         try:
             found = parse_when(commitment.when, parse_timestamp(message["created_at"]), timezone)
-        except WhenError:
+        except (ValueError, OverflowError):  # WhenError, or a date the parser cannot hold
             continue
         if found.first_run <= now:
             continue
@@ -64,7 +69,7 @@ def offer_commitments(
             added = store.offers.add(  # type: ignore[attr-defined]
                 user_id,
                 message["id"],
-                commitment.text,
+                clip(commitment.text, REQUEST_CHARS),
                 commitment.when,
                 found.first_run,
                 timezone,

@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 
 from core.errors import StoreError
 from core.records import now_iso
+from core.text import valid_text
 from stores.relational.database import Repository
 from stores.relational.rows import ensure_user
 from stores.relational.tasks import utc_iso
@@ -80,8 +81,8 @@ class OfferRepository(Repository):
                 (
                     user_id,
                     message_id,
-                    request.strip(),
-                    said_when.strip(),
+                    valid_text(request.strip()),
+                    valid_text(said_when.strip()),
                     utc_iso(due_at),
                     rule,
                     timezone,

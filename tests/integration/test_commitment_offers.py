@@ -181,3 +181,33 @@ async def test_a_past_offer_schedules_nothing_and_a_dismissed_one_nothing(deps: 
 
     assert dismiss_offer(deps, ALICE, past["id"])["state"] == "dismissed"
     assert deps.store.tasks.of_user(ALICE) == []
+
+
+async def test_hostile_commitments_offer_nothing_and_lose_no_fact(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+) -> None:
+    deps = make_deps(models={"archivist": server.chat_model()})
+    store_talk(deps, ALICE, TALK, datetime.now(UTC) - timedelta(hours=2))
+
+    def answer(request: dict[str, Any]) -> Any:
+        promise = line_id(request, PROMISE)
+        commitments = [
+            {"text": "huge id", "when": "завтра в 18:00", "message_id": 2**70},
+            {"text": "long when", "when": "завтра " * 40, "message_id": promise},
+            {"text": "year ten thousand", "when": "31 декабря 99999", "message_id": promise},
+            {"text": "   ", "when": "завтра в 18:00", "message_id": promise},
+            {"text": "отчёт\x00 Ивану", "when": "завтра в 18:00", "message_id": promise},
+        ]
+        fact = {"action": "add", "type": "context", "content": "Готовит отчёт для Ивана"}
+        return reply(json.dumps({"facts": [fact], "people": [], "commitments": commitments}))
+
+    server.script(respond(answer))
+
+    [result] = await archive_user(deps, ALICE, archive_all=True)
+
+    assert (result["facts"]["status"], result["facts"]["added"]) == ("done", 1)
+    assert [fact["content"] for fact in deps.store.facts.all_of(ALICE)] == [
+        "Готовит отчёт для Ивана"
+    ]
+    [offer] = deps.store.offers.of_user(ALICE)
+    assert "\x00" not in offer["request"] and "Ивану" in offer["request"]
