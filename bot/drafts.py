@@ -67,8 +67,10 @@ class DraftStream:
         *,
         interval_s: float,
         stop: asyncio.Event | None = None,
+        can_stop: bool = True,
     ) -> None:
         self.bot = bot
+        self.can_stop = can_stop
         self.chat_id = chat_id
         self.draft_id = draft_id
         self.interval_s = interval_s
@@ -136,20 +138,32 @@ class DraftStream:
             draft_id=self.draft_id,
             text=text,
             parse_mode=parse_mode,
-            can_stop=True,
+            can_stop=self.can_stop,
             keep_on_stop=True,
         )
 
 
 @contextlib.asynccontextmanager
 async def open_drafts(
-    bot: Bot, settings: Settings, stops: GenerationStops, chat_id: int, draft_id: int, key: str
+    bot: Bot,
+    settings: Settings,
+    stops: GenerationStops,
+    chat_id: int,
+    draft_id: int,
+    key: str,
+    *,
+    can_stop: bool = True,
 ) -> AsyncIterator[DraftStream]:
-    """Drafts of `chat_id` whose stop button stops what is open under `key` in `stops`,
-    while the block runs; they close when it ends."""
+    """Drafts of `chat_id` for what is open under `key` in `stops` while the block runs
+    (their stop button, if `can_stop`, stops it); they close when it ends."""
     with stops.open(key) as stop:
         drafts = DraftStream(
-            bot, chat_id, draft_id, interval_s=settings.draft_interval_s, stop=stop
+            bot,
+            chat_id,
+            draft_id,
+            interval_s=settings.draft_interval_s,
+            stop=stop,
+            can_stop=can_stop,
         )
         try:
             yield drafts
@@ -176,10 +190,13 @@ async def drafts_for_run(
     bot: Bot, settings: Settings, stops: GenerationStops, chat_id: int, run_id: str
 ) -> AsyncIterator[DraftStream | None]:
     """Drafts for a task run's message in the user's private chat `chat_id` with
-    streaming on (else None), the run open under its id in `stops`."""
+    streaming on (else None), the run open under its id in `stops` (so the Tasker reads
+    its reply as a stream). Nobody asked for the run, so its drafts have no stop button."""
     if not settings.streaming:
         yield None
         return
     draft_id = zlib.crc32(run_id.encode()) or 1
-    async with open_drafts(bot, settings, stops, chat_id, draft_id, run_id) as drafts:
+    async with open_drafts(
+        bot, settings, stops, chat_id, draft_id, run_id, can_stop=False
+    ) as drafts:
         yield drafts

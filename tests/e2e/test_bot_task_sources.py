@@ -116,6 +116,7 @@ async def test_a_work_run_grows_in_drafts_then_comes_once(
         assert all(LONG_ANSWER.startswith(text) for text in shown)
         assert [len(text) for text in shown] == sorted({len(text) for text in shown})
         assert len({call.params["draft_id"] for call in drafts}) == 1
+        assert {call.params["can_stop"] for call in drafts} == {"false"}, "nobody to stop it"
         assert final.at > drafts[-1].at, "no draft after the message"
         assert html_to_plain(final.params["text"]) == f"⏰ {LONG_ANSWER}"
         assert len(api.sent_messages(ALICE.id)) == 2, "the message comes once"
