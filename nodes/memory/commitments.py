@@ -66,7 +66,7 @@ def offer_commitments(
         if found.first_run <= now:
             continue
         try:
-            added = store.offers.add(  # type: ignore[attr-defined]
+            added = store.offers.add(
                 user_id,
                 message["id"],
                 clip(commitment.text, REQUEST_CHARS),
