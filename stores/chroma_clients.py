@@ -4,12 +4,13 @@ An embedded Chroma (`PersistentClient`) keeps each collection's vector index in 
 memory of the process that opened it; writes by another process on the same directory
 (`topica ingest` beside a running bot) reach the files, not that memory, so its queries
 keep searching the index as it was. Every write through a `VectorStore` appends one line
-naming its process to `topica-writes.log` in the store's directory (appends are atomic);
-a process that finds lines of another one since it last looked opens the store again.
+naming its process (and store) to `topica-writes.log` in the store's directory (appends
+are atomic); a store that finds lines of another since it last looked opens Chroma again.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
 LOG_NAME = "topica-writes.log"
+
+_instances = itertools.count()
+"""Each `ChromaWrites` names its lines apart: two stores of one process on the same
+directory may hold different Chroma systems once one of them has opened it again."""
 
 
 def build_chroma_client(settings: Settings) -> ClientAPI:
@@ -56,16 +61,16 @@ def lost_connection(error: BaseException) -> bool:
 
 
 class ChromaWrites:
-    """This process's view of the writes to one local Chroma directory."""
+    """One store's view of the writes to a local Chroma directory."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / LOG_NAME
-        self._mark = f"{os.getpid()}\n".encode()
+        self._mark = f"{os.getpid()}.{next(_instances)}\n".encode()
         self._seen = 0
         self._lock = threading.Lock()
 
     def wrote(self) -> None:
-        """Record a write of this process (after it is on disk)."""
+        """Record a write of this store (after it is on disk)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -79,7 +84,8 @@ class ChromaWrites:
             self._seen = self._size()
 
     def others_wrote(self) -> bool:
-        """Whether another process wrote since the store was opened or last asked."""
+        """Whether another store (another process's, mostly) wrote since this one was
+        opened or last asked."""
         with self._lock:
             size = self._size()
             if size <= self._seen:
