@@ -103,6 +103,27 @@ async def send_answer(
     )
 
 
+def fit_answer(markdown: str, limit: int, note: str) -> str | None:
+    """The longest start of `markdown` that goes, with `note` after it, in at most `limit`
+    messages (cut at a space where one is near); None when the whole answer fits."""
+
+    def fits(text: str) -> bool:
+        return len(split_message(markdown_to_html(text), html=True)) <= limit
+
+    if fits(markdown):
+        return None
+    shortest, longest = 0, len(markdown)  # fits(start[:shortest] + note); not longest
+    while longest - shortest > 1:
+        middle = (shortest + longest) // 2
+        if fits(f"{markdown[:middle].rstrip()}\n\n{note}"):
+            shortest = middle
+        else:
+            longest = middle
+    kept = markdown[:shortest]
+    space = max(kept.rfind(" "), kept.rfind("\n"))
+    return (kept[:space] if space > len(kept) // 2 else kept).rstrip()
+
+
 def answer_as_one_message(
     chat_id: int,
     markdown: str,

@@ -54,6 +54,7 @@ class Texts:
     document: str
     truncated: str
     stopped_before_writing: str
+    answer_cut: str
     private_only: str
     group_refusal: str
     sources_button: str
@@ -177,6 +178,7 @@ ENGLISH = Texts(
     document="[document: {name}]",
     truncated="[… document truncated at {limit} characters]",
     stopped_before_writing="Stopped before I wrote anything.",
+    answer_cut="[… the answer was cut here: I send at most {limit} messages per answer]",
     private_only="I show what I remember only in our private chat.",
     group_refusal=(
         "What I remember about you is private, so I don't answer in groups. "
@@ -282,6 +284,7 @@ RUSSIAN = Texts(
     document="[документ: {name}]",
     truncated="[… документ обрезан на {limit} символах]",
     stopped_before_writing="Остановлено до того, как я что-то написал.",
+    answer_cut="[… ответ обрезан здесь: я отправляю не больше {limit} сообщений на ответ]",
     private_only="То, что я помню, я показываю только в нашем личном чате.",
     group_refusal=(
         "То, что я помню о вас, — личное, поэтому в группах я не отвечаю. "

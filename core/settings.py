@@ -262,6 +262,9 @@ class Settings(BaseSettings):
     )
     memory_worker_interval_s: float = 60.0
     memory_worker_max_backoff_s: float = 3600.0
+    max_messages_per_answer: int = Field(
+        default=5, gt=0, description="Most Telegram messages one answer is sent as."
+    )
     max_file_bytes: int = Field(
         default=20 * 1024 * 1024, description="Largest file the bot downloads (Bot API: 20 MB)."
     )

@@ -7,11 +7,12 @@ from core.errors import StoreError
 from core.models import ModelRegistry
 from core.ports import Embedder
 from core.settings import Settings
+from stores.chroma_clients import ChromaWrites, build_chroma_client
 from stores.embedders import build_embedder
 from stores.indexing import Indexer
 from stores.locks import AdvisoryChatLock, ClaimRunLock, FileRunLock
 from stores.relational import RelationalStore
-from stores.vectors import VectorStore, build_chroma_client
+from stores.vectors import VectorStore
 
 
 def build_relational_store(settings: Settings) -> RelationalStore:
@@ -42,7 +43,8 @@ def build_deps(
 ) -> Deps:
     embedder = embedder or build_embedder(settings)
     store = build_relational_store(settings)
-    vectors = VectorStore(lambda: build_chroma_client(settings), embedder.name)
+    writes = None if settings.chroma_host else ChromaWrites(settings.chroma_path)
+    vectors = VectorStore(lambda: build_chroma_client(settings), embedder.name, writes)
     return Deps(
         settings=settings,
         store=store,

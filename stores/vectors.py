@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, VectorKind
-from core.settings import Settings
+from stores.chroma_clients import ChromaWrites, detach_local_system, lost_connection
+from stores.chroma_clients import build_chroma_client as build_chroma_client
 
 if TYPE_CHECKING:  # chromadb (and numpy) load on the first connection, not with every command
     import numpy as np
@@ -46,27 +46,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def build_chroma_client(settings: Settings) -> ClientAPI:
-    """A Chroma server when `TOPICA_CHROMA_HOST` is set, else a persistent local one."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
-    if settings.chroma_host:
-        return chromadb.HttpClient(
-            host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
-        )
-    settings.chroma_path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
-
-
-def lost_connection(error: BaseException) -> bool:
-    """An OS-level or HTTP transport error (httpx is loaded only when a Chroma server is
-    used, so an error can only be one of its own once it is)."""
-    httpx = sys.modules.get("httpx")
-    return isinstance(error, OSError) or (httpx is not None and isinstance(error, httpx.HTTPError))
-
-
 class VectorStore:
     """Per-user similarity search over Topica's records.
 
@@ -75,10 +54,19 @@ class VectorStore:
     no query can reach another user's vectors. The client is created on first
     use: with a Chroma server down, everything that needs only SQLite (storing
     incoming messages first of all) still works.
+
+    On a local store `writes` (`stores.chroma_clients`) tells when another process wrote
+    (`topica ingest` beside a bot): the store is opened again before the next call.
     """
 
-    def __init__(self, connect: Callable[[], ClientAPI], embedder_name: str) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], ClientAPI],
+        embedder_name: str,
+        writes: ChromaWrites | None = None,
+    ) -> None:
         self._connect = connect
+        self._writes = writes
         self._client: ClientAPI | None = None
         self._namespace = re.sub(r"[^a-zA-Z0-9]+", "-", embedder_name).strip("-").lower()
         self._collections: dict[tuple[VectorKind, int], Collection] = {}
@@ -88,13 +76,34 @@ class VectorStore:
         """Raises `VectorStoreUnavailable` unless Chroma answers (for health checks)."""
         with self._lock:
             try:
-                if self._client is None:
-                    self._client = self._connect()
-                self._client.heartbeat()
+                self._connected().heartbeat()
             except Exception as error:
                 self._client = None
                 self._collections.clear()
                 raise VectorStoreUnavailable(f"vector store unavailable: {error}") from error
+
+    def _connected(self) -> ClientAPI:
+        """The client, connected now if it is not (call with `_lock` held)."""
+        if self._client is None:
+            if self._writes is not None:
+                self._writes.opening()
+            self._client = self._connect()
+        return self._client
+
+    def _reopen_after_other_writers(self) -> None:
+        """Open the local store again if another process wrote to it since it was read."""
+        if self._writes is None or not self._writes.others_wrote():
+            return
+        log.info("another process wrote to the vector store: opening it again")
+        with self._lock:
+            if self._client is not None:
+                detach_local_system(self._client)
+            self._client = None
+            self._collections.clear()
+
+    def _wrote(self) -> None:
+        if self._writes is not None:
+            self._writes.wrote()
 
     def collection_name(self, kind: VectorKind, user_id: int) -> str:
         return f"{kind}-{self._namespace}-u{int(user_id)}"
@@ -110,8 +119,7 @@ class VectorStore:
         with self._lock:
             if key not in self._collections:
                 try:
-                    if self._client is None:
-                        self._client = self._connect()
+                    self._connected()
                     self._collections[key] = self._open(self.collection_name(kind, user_id))
                 except Exception as error:
                     self._client = None
@@ -125,9 +133,10 @@ class VectorStore:
         are idempotent and the shared collection goes last, so an interrupted move is
         simply done again."""
         with self._reachable(), self._lock:
-            if self._client is None:
-                self._client = self._connect()
-            return self._move_shared_collections()
+            self._connected()
+            moved = self._move_shared_collections()
+        self._wrote()
+        return moved
 
     def _move_shared_collections(self) -> int:
         import numpy as np
@@ -189,6 +198,7 @@ class VectorStore:
 
         waits = iter(SERVER_RETRY_S)
         reopened = False
+        self._reopen_after_other_writers()
         while True:
             try:
                 with self._reachable():
@@ -229,6 +239,7 @@ class VectorStore:
                 metadatas=[{**meta, "user_id": user_id} for meta in extra],
             ),
         )
+        self._wrote()
 
     def _owned(
         self, kind: VectorKind, user_id: int, ids: Sequence[int], embeddings: bool
@@ -263,6 +274,7 @@ class VectorStore:
         owned = self._owned(kind, user_id, ids, embeddings=False)
         if owned:
             self._use(kind, user_id, lambda collection: collection.delete(ids=list(owned)))
+            self._wrote()
 
     def query(
         self,
@@ -379,3 +391,4 @@ class VectorStore:
                 self._collections.pop((kind, int(user_id)), None)
                 assert self._client is not None
                 self._client.delete_collection(self.collection_name(kind, user_id))
+        self._wrote()

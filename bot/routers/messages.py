@@ -34,7 +34,7 @@ from bot.grouping import MessageGrouper
 from bot.media import PreparedGroup, describe, prepare_group
 from bot.middlewares import GroupingMiddleware
 from bot.routers.sources import sources_button
-from bot.sending import deliver_answer
+from bot.sending import deliver_answer, fit_answer
 from bot.texts import Texts, texts_for
 from bot.updates import external_id, is_conversation
 from bot.webhook import WebhookReply
@@ -160,7 +160,9 @@ async def deliver(
     Sources button; once sent, the answer
     is marked delivered in that user's store. Given the update's webhook `reply`, an
     answer that is one message goes in the webhook's response (`bot.webhook`), marked
-    delivered once that is written."""
+    delivered once that is written. An answer longer than `max_messages_per_answer`
+    messages is cut there with a note in the user's language, and kept as it was sent
+    (partial)."""
     user_id = chat_id = request.user_id
     reply_to = telegram_message_id(request.rows[-1]["external_id"])
     if result is None:
@@ -171,6 +173,13 @@ async def deliver(
     buttons = sources_button(texts, result["answer_id"]) if result["answer_id"] else None
     text = result["answer"] or texts.stopped_before_writing
     answer_id = result["answer_id"]
+    limit = deps.settings.max_messages_per_answer
+    note = texts.answer_cut.format(limit=limit)
+    kept = fit_answer(text, limit, note)
+    if kept is not None:  # kept as it is sent, a partial answer
+        if answer_id:
+            await asyncio.to_thread(deps.store.answers.cut, user_id, answer_id, kept)
+        text = f"{kept}\n\n{note}"
 
     async def delivered() -> None:
         if answer_id:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.ports import VectorKind
+from core.ports import Store, VectorKind
 from nodes.response.dates import dated_messages
 from nodes.response.relevance import SIGNALS, Signal
 from nodes.response.speakers import message_search
@@ -145,6 +145,8 @@ def find_hits(
     vector_hits = {
         kind: pending[kind].result() if kind in pending else [[] for _ in queries] for kind in kinds
     }
+    if "topics" in pending:
+        vector_hits["topics"] = current_topics(store, user_id, vector_hits["topics"])
     down = reads.unavailable is not None
     found = [[i for i, _ in hits] for hits in (*message_scored, *vector_hits.get("messages", []))]
     dated = dated_messages(store, context, queries, found)
@@ -157,6 +159,17 @@ def find_hits(
         queries=queries,
         dated=dated,
     )
+
+
+def current_topics(
+    store: Store, user_id: int, found: list[list[tuple[int, float]]]
+) -> list[list[tuple[int, float]]]:
+    """The topic vector hits less the stale topics': a topic's vector is made from its
+    summary, which holds a since edited message's old words until it is summarised again
+    (full-text search leaves that summary out too); its messages are found by their new
+    words meanwhile."""
+    stale = {topic["id"] for topic in store.topics.stale(user_id)}
+    return [[hit for hit in hits if hit[0] not in stale] for hits in found] if stale else found
 
 
 def message_vector_ids(hits: Hits) -> list[list[int]]:

@@ -262,6 +262,10 @@ def forced_outcome(
     return reply, "accepted" if called else "invalid_output", None
 
 
+CANCEL_AGAIN_S = 0.05
+"""How long a cancelled stream reader may take to end before it is cancelled again."""
+
+
 async def stream_reply(
     runnable: Runnable,
     messages: Sequence[BaseMessage],
@@ -281,17 +285,22 @@ async def stream_reply(
     written = WrittenSoFar()
     config = merge_configs(ensure_config(), {"callbacks": [written]})
 
-    async def read() -> bool:
+    async def read() -> str | None:
         # Closed explicitly: a cancelled reader would otherwise leave the stream (and the
-        # provider's connection) open until the garbage collector finds it.
+        # provider's connection) open until the garbage collector finds it. `stop` is
+        # checked at every chunk too: a cancellation that arrives while the request is
+        # being set up can be lost under `astream`, and the reader would read on to the
+        # end of the stream.
         length = 0
         async with contextlib.aclosing(runnable.astream(messages, config)) as stream:
             async for chunk in stream:
                 chunks.append(chunk)
                 length += len(chunk.text)
+                if stop.is_set():
+                    return "stopped"
                 if max_chars is not None and length > max_chars:
-                    return True
-        return False
+                    return "too long"
+        return None
 
     reading = asyncio.ensure_future(read())
     stopping = asyncio.ensure_future(stop.wait())
@@ -299,16 +308,22 @@ async def stream_reply(
         await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
-        if not reading.done():
-            reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reading
-    if reading.cancelled():
+        await end_reading(reading)
+    if reading.cancelled() or reading.result() == "stopped":  # a provider failure raises
         return AIMessage(written.text), True
-    if reading.result():  # a provider failure surfaces here
+    if reading.result() == "too long":
         return AIMessage(written.text[:max_chars]), True
     whole = reduce(operator.add, chunks) if chunks else AIMessageChunk("")
     return message_chunk_to_message(whole), False
+
+
+async def end_reading(reading: asyncio.Future[Any]) -> None:
+    """Cancel `reading` until it has ended: a cancellation it swallowed is sent again, so
+    the stream's reader never outlives the stop (nor a cancelled turn, whose own
+    cancellation is not caught here)."""
+    while not reading.done():
+        reading.cancel()
+        await asyncio.wait({reading}, timeout=CANCEL_AGAIN_S)
 
 
 class WrittenSoFar(BaseCallbackHandler):

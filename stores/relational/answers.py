@@ -9,8 +9,9 @@ from typing import Any
 
 from core.errors import StoreError
 from core.records import REPLY_PREFIX, AnsweredBy, AnswerRow, MessageRow, now_iso
+from core.text import valid_text
 from stores.relational.database import Repository
-from stores.relational.rows import message_row
+from stores.relational.rows import mark_pending, message_row
 
 
 def answer_row(row: sqlite3.Row) -> AnswerRow:
@@ -92,6 +93,23 @@ class AnswerRepository(Repository):
                 "AND role = 'assistant' ON CONFLICT DO NOTHING",
                 (now_iso(), user_id, message_id),
             )
+
+    def cut(self, user_id: int, message_id: int, content: str) -> None:
+        """The answer `message_id` was sent cut to `content`: that is its text now, it is
+        marked partial, and its vector is queued again."""
+        with self._db.transaction() as db:
+            cursor = db.execute(
+                "UPDATE messages SET content = ? WHERE user_id = ? AND id = ? "
+                "AND role = 'assistant'",
+                (valid_text(content), user_id, message_id),
+            )
+            if not cursor.rowcount:
+                raise StoreError(f"message {message_id} is not an answer of user {user_id}")
+            db.execute(
+                "UPDATE answers SET partial = 1 WHERE user_id = ? AND message_id = ?",
+                (user_id, message_id),
+            )
+            mark_pending(db, user_id, "messages", [message_id])
 
     def undelivered(self, user_id: int, question_external_id: str) -> MessageRow | None:
         """The stored answer to the user's question `question_external_id` if it never

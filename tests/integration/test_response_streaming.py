@@ -11,15 +11,19 @@ it: what the context held, the tools called, the fallbacks taken.
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 from collections.abc import Callable
 
 import pytest
 import pytest_asyncio
+from langchain_core.messages import HumanMessage
 
 from app.turns import OnText, answer_turn, compile_response_graph, stream_turn
 from app.views import answer_view, export_user
 from core.context import ResponseContext
 from core.deps import Deps
+from nodes.shared.agent import stream_reply
 from tests.support.messages import new_messages
 from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
 from tests.support.worlds import USER, ResponseWorld, build_response_world
@@ -196,3 +200,68 @@ async def test_sources_leave_out_what_was_forgotten_since(make_deps):
     assert first["id"] not in [topic["id"] for topic in sources["topics"]]
     assert sources["facts"] == []
     assert sources["forgotten"] == 2
+
+
+@pytest.mark.timeout(180)
+async def test_a_stop_at_any_moment_of_a_fast_stream_ends_its_reading(
+    llm_world: ResponseWorld, server: ScriptedOpenAI
+):
+    """A token every 5-10 ms, and a stop at a random moment from the request's arrival on
+    (while the client still sets the stream up, or reads it): every time the stream is
+    hung up on, not read to its end, and the answer stored is the partial one the turn
+    returned, holding all that was shown."""
+    deps, turns = llm_world.deps, 20
+    long_answer = " ".join(f"word{index}" for index in range(600))
+    pressed: list[float] = []
+    for turn in range(turns):
+        server.script(reply(long_answer, pace_s=random.uniform(0.005, 0.01)))
+        requests, turn_id, seen = len(server.chat_requests), f"turn-fast-{turn}", Collected()
+        with deps.stops.open(turn_id) as stop:
+
+            async def press(stop: asyncio.Event = stop, requests: int = requests) -> None:
+                for _ in range(10_000):  # the request arrives (within 10 s)
+                    if len(server.chat_requests) > requests:
+                        break
+                    await asyncio.sleep(0.001)
+                await asyncio.sleep(random.uniform(0.0, 0.05))
+                pressed.append(time.monotonic())
+                stop.set()
+
+            pressing = asyncio.create_task(press())
+            result = await ask(llm_world, seen, external_id=turn_id)
+            await pressing
+        ended_in = time.monotonic() - pressed[-1]
+        stream = server.streams[-1]
+        sent = stream.chunks_sent
+        await asyncio.sleep(0.1)  # a stream still read would send more chunks by now
+
+        assert not stream.completed and stream.chunks_sent == sent, f"turn {turn} read on"
+        assert ended_in < 2.0, f"turn {turn} ended {ended_in:.2f} s after the stop"
+        assert result["partial"] is True
+        assert long_answer.startswith(result["answer"])
+        shown = [text.rstrip() for text in seen.texts]  # the answer is kept stripped
+        assert all(result["answer"].startswith(text) for text in shown), "all shown is kept"
+        if result["answer_id"]:
+            assert answer_view(deps, USER, result["answer_id"])["partial"] is True
+            [stored] = deps.store.messages.by_ids(USER, [result["answer_id"]])
+            assert stored["content"] == result["answer"]
+
+
+@pytest.mark.timeout(120)
+async def test_a_stop_while_the_stream_is_set_up_ends_its_reading(server: ScriptedOpenAI):
+    """`stream_reply` alone, stopped 0-60 ms after it starts (connecting, sending the
+    request, or reading the first tokens), 40 times: the reader never reads on past
+    the stop, whichever step of the client's the cancellation meets."""
+    model, long_answer = server.chat_model(timeout=30), " ".join(f"w{i}" for i in range(600))
+    for attempt in range(40):
+        server.script(reply(long_answer, pace_s=random.uniform(0.005, 0.01)))
+        streams, stop = len(server.streams), asyncio.Event()
+        asyncio.get_running_loop().call_later(random.uniform(0.0, 0.06), stop.set)
+        started = time.monotonic()
+
+        message, cut = await stream_reply(model, [HumanMessage(QUESTION)], stop)
+
+        await asyncio.sleep(0.05)  # a stream still read would send more chunks by now
+        assert cut and time.monotonic() - started < 1.5, f"attempt {attempt} read on"
+        assert long_answer.startswith(message.text)
+        assert all(not stream.completed for stream in server.streams[streams:])
