@@ -30,8 +30,8 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from app.deadline import Progress, within_deadline
-from app.views import turn_result
+from app.deadline import Progress, retrieved, within_deadline
+from app.views import turn_result, unread_turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.deps import Deps
@@ -153,8 +153,19 @@ async def answer_stored(
     progress = Progress()
     run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
     state = await within_deadline(deps, run, progress, turn_input, config, context, started)
-    result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
-    return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
+    reading = asyncio.ensure_future(
+        asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
+    )
+    if not state.get("deadline_exceeded"):
+        return await reading
+    # Past the deadline the result is read in what is left of it: a store still held
+    # (its answer sent while the store waits) would hold the reads as well.
+    left_s = deps.settings.turn_deadline_s - (time.monotonic() - started)
+    done, _ = await asyncio.wait({reading}, timeout=max(left_s, 0))
+    if not done:
+        reading.add_done_callback(retrieved)
+    result = reading.result() if done else unread_turn_result(state, usage.calls)
+    return {**result, "deadline_exceeded": True}
 
 
 class AnswerText:
