@@ -1,7 +1,8 @@
 """A turn's deadline as a bound on the user's wait.
 
-The models get the deadline less a reserve (`TOPICA_TURN_FALLBACK_RESERVE_S`, at most half
-of it); when they are still working then, their run is cancelled and the turn is answered
+The models get the deadline less a reserve (`TOPICA_TURN_FALLBACK_RESERVE_S`, or the
+measured cost of the latest memory-only answers if longer; at most half the deadline);
+when they are still working then, their run is cancelled and the turn is answered
 without models from what the run had reached: past `assemble`, the memory-only answer of
 its recalled context; before it, the whole model-less graph. That answer, stored and sent
 with the note, gets whatever is left of the deadline; should it run out too, the user
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
@@ -63,6 +65,27 @@ def model_budget_s(deadline_s: float, reserve_s: float) -> float:
     return deadline_s - min(reserve_s, deadline_s / 2)
 
 
+class FallbackCost:
+    """How long this process's memory-only answers took, from the cut to the answer: the
+    reserve is never less than the longest of the latest ones, with a margin, so that on
+    a loaded machine the models are cut early enough for the answer to make the deadline."""
+
+    MARGIN = 1.25
+
+    def __init__(self, size: int = 20) -> None:
+        self._seconds: deque[float] = deque(maxlen=size)
+
+    def record(self, seconds: float) -> None:
+        self._seconds.append(seconds)
+
+    def reserve_s(self, configured_s: float) -> float:
+        """The reserve to keep: the configured one, or the measured cost if longer."""
+        return max(configured_s, max(self._seconds, default=0.0) * self.MARGIN)
+
+
+FALLBACK_COST = FallbackCost()
+
+
 async def within_deadline(
     deps: Deps,
     run: Awaitable[dict[str, Any]],
@@ -78,7 +101,8 @@ async def within_deadline(
     deadline_s = deps.settings.turn_deadline_s
     if not deadline_s:
         return await run
-    budget_s = model_budget_s(deadline_s, deps.settings.turn_fallback_reserve_s)
+    reserve_s = FALLBACK_COST.reserve_s(deps.settings.turn_fallback_reserve_s)
+    budget_s = model_budget_s(deadline_s, reserve_s)
     # Built while the models work, so that the reserve goes to answering, not building.
     offline = asyncio.ensure_future(asyncio.to_thread(offline_graph, deps))
     task = asyncio.ensure_future(run)
@@ -93,10 +117,12 @@ async def within_deadline(
         offline.cancel()
         return await settled(task, context.answer_claim, left_s, progress.state)
     task.cancel()
+    cut = time.monotonic()
     note = DEADLINE_NOTE[language_of(turn_input["text"])].format(seconds=deadline_s)
     late_context = dataclasses.replace(context, answer_claim=AnswerClaim(), answer_note=note)
     late = late_answer(offline, progress.state, turn_input, config, late_context)
     state = await settled(asyncio.ensure_future(late), late_context.answer_claim, left_s)
+    FALLBACK_COST.record(time.monotonic() - cut)
     if not state.get("answer"):  # nothing finished in time: the note alone, nothing stored
         state = {"answer": noted(note, WORDING[language_of(turn_input["text"])].nothing)}
     return {**state, "deadline_exceeded": True}
