@@ -2,8 +2,11 @@
 
 Each probe is one small chat request to `{TOPICA_LLM_BASE_URL}/chat/completions` with
 the default model, and is judged by the reply alone: a tool choice is honoured when the
-reply calls the tool it named, a JSON format when the text parses as asked (unrepaired),
-a token limit when the reply stops within it. A refused request (HTTP 4xx/5xx) or a
+reply calls the tool it named, a token limit when the reply stops within it. A JSON
+format is judged by what the server does, not by what the model knows: the prompt names
+no keys, so only a schema the server enforces makes the reply hold the schema's key, and
+a reply cut at its token limit counts by what it wrote (a model looping inside the
+server's JSON grammar still writes nothing but JSON). A refused request (HTTP 4xx/5xx) or a
 failed one is "not honoured", with the reason. The result names the `TOPICA_LLM_*`
 settings that match the endpoint.
 """
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import pydantic_core
 
 from core.settings import Settings
 
@@ -38,10 +42,13 @@ WORD_SCHEMA = {
     "additionalProperties": False,
 }
 TOOL_PROMPT = "Record the word 'apple' with the record_word tool."
-JSON_PROMPT = 'Answer with a JSON object {"word": "..."} holding one English word.'
+JSON_PROMPT = "Name one fruit. Reply in JSON."
 COUNT_PROMPT = "Count from 1 to 200, separated by spaces."
 TOKEN_LIMIT = 8
 REPLY_TOKENS = 200
+JSON_REPLY_TOKENS = 32
+"""Enough for the schema's one short word; a reply running on is cut and judged so far."""
+NOT_JSON = object()
 
 
 @dataclass(frozen=True)
@@ -61,19 +68,30 @@ def calls_tool(reply: dict[str, Any]) -> bool:
     return any((call.get("function") or {}).get("name") == "record_word" for call in calls)
 
 
-def json_with_word(reply: dict[str, Any]) -> bool:
+def written_json(reply: dict[str, Any]) -> Any:
+    """The reply's text as JSON: whole, or, when the reply was cut at its token limit, as
+    far as it got (a valid beginning, nothing after); `NOT_JSON` otherwise."""
+    text = (_message(reply).get("content") or "").strip()
     try:
-        value = json.loads(_message(reply).get("content") or "")
+        value, end = json.JSONDecoder().raw_decode(text)
     except json.JSONDecodeError:
-        return False
-    return isinstance(value, dict) and isinstance(value.get("word"), str)
+        if (reply.get("choices") or [{}])[0].get("finish_reason") != "length":
+            return NOT_JSON
+        try:
+            return pydantic_core.from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            return NOT_JSON
+    return value if end == len(text) else NOT_JSON
+
+
+def json_with_word(reply: dict[str, Any]) -> bool:
+    """The schema's shape: its one key `word`, a string, and no other."""
+    value = written_json(reply)
+    return isinstance(value, dict) and set(value) == {"word"} and isinstance(value["word"], str)
 
 
 def json_object(reply: dict[str, Any]) -> bool:
-    try:
-        return isinstance(json.loads(_message(reply).get("content") or ""), dict)
-    except json.JSONDecodeError:
-        return False
+    return isinstance(written_json(reply), dict)
 
 
 def within_limit(reply: dict[str, Any]) -> bool:
@@ -86,7 +104,10 @@ def within_limit(reply: dict[str, Any]) -> bool:
 def probes() -> list[Probe]:
     tool_ask = {"messages": [{"role": "user", "content": TOOL_PROMPT}], "tools": [PROBE_TOOL]}
     named = {"type": "function", "function": {"name": "record_word"}}
-    json_ask = {"messages": [{"role": "user", "content": JSON_PROMPT}]}
+    json_ask = {
+        "messages": [{"role": "user", "content": JSON_PROMPT}],
+        "max_tokens": JSON_REPLY_TOKENS,
+    }
     count = {"messages": [{"role": "user", "content": COUNT_PROMPT}]}
     schema = {"type": "json_schema", "json_schema": {"name": "word", "schema": WORD_SCHEMA}}
     return [

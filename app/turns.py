@@ -30,8 +30,8 @@ from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from app.deadline import Progress, within_deadline
-from app.views import turn_result
+from app.deadline import Progress, retrieved, within_deadline
+from app.views import turn_result, unread_turn_result
 from core.callbacks import LLMUsage
 from core.context import ResponseContext, TaskContext
 from core.deps import Deps
@@ -153,8 +153,26 @@ async def answer_stored(
     progress = Progress()
     run = progress.follow(turn_states(graph, turn_input, config, context, on_text))
     state = await within_deadline(deps, run, progress, turn_input, config, context, started)
-    result = await asyncio.to_thread(turn_result, deps, user_id, state, usage.calls)
-    return {**result, "deadline_exceeded": True} if state.get("deadline_exceeded") else result
+    return await read_result(deps, user_id, state, usage.calls, started)
+
+
+async def read_result(
+    deps: Deps, user_id: int, state: dict[str, Any], llm_calls: int, started: float
+) -> dict[str, Any]:
+    """The turn's result (`turn_result`). Past the deadline, or with the answer sent while
+    its store still waits (a held lock would hold the reads as well), it is read in what
+    is left of the deadline, else taken from the state alone (`unread_turn_result`)."""
+    reading = asyncio.ensure_future(asyncio.to_thread(turn_result, deps, user_id, state, llm_calls))
+    store_pending = bool(state.get("answer")) and state.get("answer_message_id", 0) is None
+    late = bool(state.get("deadline_exceeded"))
+    if not (late or store_pending):
+        return await reading
+    left_s = deps.settings.turn_deadline_s - (time.monotonic() - started)
+    done, _ = await asyncio.wait({reading}, timeout=max(left_s, 0))
+    if not done:
+        reading.add_done_callback(retrieved)
+    result = reading.result() if done else unread_turn_result(state, llm_calls)
+    return {**result, "deadline_exceeded": True} if late else result
 
 
 class AnswerText:

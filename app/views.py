@@ -219,7 +219,7 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
     people_reasons = {p["id"]: p["reason"] for p in state.get("selected_people") or []}
     people = store.people.by_ids(user_id, list(people_reasons))
     return {
-        "answer": state.get("answer", ""),
+        **unread_turn_result(state, llm_calls),
         "topics": [
             {
                 "id": pick["id"],
@@ -236,6 +236,17 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
             {"id": person["id"], "name": person["name"], "reason": people_reasons[person["id"]]}
             for person in people
         ],
+        **answer_sources_result(deps, user_id, state.get("answer_message_id")),
+    }
+
+
+def unread_turn_result(state: ResponseState, llm_calls: int) -> dict[str, Any]:
+    """`turn_result` from the turn's state alone, reading no store (what `turn_result`
+    adds: the topics, the people and the stored answer, left empty here)."""
+    return {
+        "answer": state.get("answer", ""),
+        "topics": [],
+        "people": [],
         "facts": [
             {
                 "id": fact["id"],
@@ -252,7 +263,8 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
         "answered_by": state.get("answered_by"),
         "partial": bool(state.get("answer_partial")),
         "message_id": state.get("message_id"),
-        **answer_sources_result(deps, user_id, state.get("answer_message_id")),
+        "answer_id": None,
+        "sources": None,
     }
 
 

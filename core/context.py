@@ -21,16 +21,21 @@ DEFAULTS = Settings.model_construct()
 
 class AnswerClaim:
     """Who stores a turn's answer: its run, or the deadline that cut the run. The first to
-    claim wins, atomically, so that only one of them ever stores."""
+    claim wins, atomically, so that only one of them ever stores. The run claims with the
+    answer it is storing, so the deadline can send that very text without waiting for the
+    store to end."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: str | None = None
+        self.answer = ""
+        """The answer the run claimed to store."""
 
-    def claim(self, owner: str) -> bool:
+    def claim(self, owner: str, answer: str = "") -> bool:
         """Whether `owner` may store the answer: it claimed first, or claims again."""
         with self._lock:
-            self._owner = self._owner or owner
+            if self._owner is None:
+                self._owner, self.answer = owner, answer
             return self._owner == owner
 
 
@@ -179,6 +184,9 @@ class ResponseContext(FromSettings):
     answer_claim: Any = field(default_factory=AnswerClaim)
     """An `AnswerClaim`, claimed by `finalize` before it stores and by the deadline before
     it cuts the run (typed `Any` so the schema Studio builds of the context can hold it)."""
+    answer_note: str = ""
+    """A note put before the answer, in the message stored and the one sent alike (the
+    deadline's, on the memory-only answer); empty for none."""
 
     @classmethod
     def derived(cls, settings: Settings) -> dict[str, Any]:

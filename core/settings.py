@@ -124,7 +124,8 @@ class Settings(BaseSettings):
         default=5.0,
         ge=0,
         description="Of a turn's deadline, the seconds kept for the answer from memory when "
-        "the models are late (at most half the deadline).",
+        "the models are late (more when the latest such answers took longer; at most half "
+        "the deadline).",
     )
     splitter_max_tokens: int = Field(default=2048, gt=0)
     merger_max_tokens: int = Field(default=512, gt=0)

@@ -371,6 +371,7 @@ class MediaState(MediaInput, total=False):
     """Audio items the transcription endpoint did not transcribe (their message ids)."""
     transcribe_fallback: TranscribeFallback | None
     describe_fallback: DescribeFallback | None
+    repairs: Annotated[list[Repair], added_repairs]
     saved: list[int]
     """The messages whose stored text now holds their transcript or description."""
 

@@ -172,7 +172,6 @@ def make_load_chunk(deps: Deps):
             "saved_topic_ids": [],
             "merges": [],
             "merge_fallback": None,
-            "repairs": None,
         }
 
     return load_chunk

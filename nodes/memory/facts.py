@@ -32,11 +32,11 @@ from core.errors import StoreError
 from core.fallbacks import AgentFallback
 from core.ports import Store
 from core.records import FactRow, FactType, PersonRow, TopicRow
-from core.state import FactsReport, MemoryState
+from core.state import FactsReport, MemoryState, Repair
 from core.text import clip, neutralize, person_text, short_time, transcript
 from core.tracing import user_key
 from nodes.memory.commitments import Commitment, offer_commitments
-from nodes.shared.agent import call_agent_json
+from nodes.shared.agent import call_agent_json, repairs_of
 from nodes.shared.documents import with_documents
 from nodes.shared.fact_actions import (
     FactChange,
@@ -255,6 +255,7 @@ def make_extract_facts(deps: Deps):
             store.topics.without_facts, user_id, runtime.context.consolidation_batch_size
         )
         report = empty_report(topics)
+        repairs: list[Repair] = []
         fallback = AgentFallback("no_model") if deps.models.get("archivist") is None else None
         batches = [] if fallback else await asyncio.to_thread(read_batches, store, user_id, topics)
         timezone = await asyncio.to_thread(user_timezone, deps, user_id)
@@ -273,6 +274,7 @@ def make_extract_facts(deps: Deps):
                 # batches still get their turn.
                 fallback = fallback or result
                 continue
+            repairs.extend(repairs_of("archivist", result))
             clock = Clock(now=applied_at(runtime.context), timezone=timezone)
             await asyncio.to_thread(
                 apply_output, store, user_id, batch, result.value, report, clock
@@ -283,8 +285,8 @@ def make_extract_facts(deps: Deps):
         if fallback is not None:
             report.update(status="skipped" if fallback.reason == "no_model" else "failed")
             report["reason"] = fallback.reason
-            return Command(goto="defer_facts", update={"facts": report})
-        return Command(goto=END, update={"facts": report})
+            return Command(goto="defer_facts", update={"facts": report, "repairs": repairs})
+        return Command(goto=END, update={"facts": report, "repairs": repairs})
 
     return extract_facts
 

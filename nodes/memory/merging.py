@@ -26,9 +26,9 @@ from core.deps import Deps
 from core.fallbacks import AgentFallback, MergeFallback
 from core.metrics import CONSOLIDATION_CANDIDATES, TOPICS_MERGED
 from core.records import TopicRow
-from core.state import MemoryState, MergeRecord
+from core.state import MemoryState, MergeRecord, Repair
 from core.text import clip, neutralize, short_time, transcript
-from nodes.shared.agent import call_agent_json
+from nodes.shared.agent import call_agent_json, repairs_of
 from prompts import merger as prompt
 
 CANDIDATES_PER_TOPIC = 5
@@ -57,6 +57,8 @@ class Verdict:
     reason: str
     summary: str
     decided_by: Literal["llm", "rule"]
+    repairs: tuple[Repair, ...] = ()
+    """What was set right in the Merger's reply."""
 
 
 Judge = Callable[[int, TopicRow, TopicRow, float], Awaitable["Verdict | AgentFallback"]]
@@ -106,7 +108,8 @@ def make_merger_judge(deps: Deps) -> Judge:
         summary = decision.merged_summary.strip() or combined_summary(
             first["summary"], second["summary"]
         )
-        return Verdict(decision.should_merge, decision.reason, summary, "llm")
+        repairs = tuple(repairs_of("merger", result))
+        return Verdict(decision.should_merge, decision.reason, summary, "llm", repairs)
 
     return judge
 
@@ -193,6 +196,20 @@ async def consolidate_batch(
     return None
 
 
+def recording_repairs(judge: Judge, repairs: list[Repair]) -> Judge:
+    """`judge`, adding to `repairs` what was set right in each reply it reads."""
+
+    async def judged(
+        user_id: int, first: TopicRow, second: TopicRow, similarity: float
+    ) -> Verdict | AgentFallback:
+        verdict = await judge(user_id, first, second, similarity)
+        if isinstance(verdict, Verdict):
+            repairs.extend(verdict.repairs)
+        return verdict
+
+    return judged
+
+
 def make_merge(deps: Deps):
     judge = make_merger_judge(deps)
 
@@ -200,12 +217,14 @@ def make_merge(deps: Deps):
         state: MemoryState, runtime: Runtime[MemoryContext]
     ) -> Command[Literal["extract_facts", "merge_by_rule"]]:
         merges: list[MergeRecord] = []
+        repairs: list[Repair] = []
         if deps.models.get("merger") is None:
             fallback: AgentFallback | None = AgentFallback("no_model")
         else:
-            fallback = await consolidate(deps, runtime.context, judge, merges)
+            recorded = recording_repairs(judge, repairs)
+            fallback = await consolidate(deps, runtime.context, recorded, merges)
         reason: MergeFallback | None = fallback.reason if fallback else None
-        update = {"merges": merges, "merge_fallback": reason}
+        update = {"merges": merges, "merge_fallback": reason, "repairs": repairs}
         return Command(goto="merge_by_rule" if fallback else "extract_facts", update=update)
 
     return merge

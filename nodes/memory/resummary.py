@@ -3,6 +3,9 @@ transcript) get a summary written again, and their vector with it, before the ru
 a new chunk. The Splitter agent writes it; without a model, or when it fails, the graph
 takes the `resummarise_extractive` edge: the extractive summary of the embedding
 segmentation (the opener and the most central user message).
+
+As the run's first node it starts the run's `repairs` over (a per-user thread runs chunk
+after chunk).
 """
 
 from __future__ import annotations
@@ -13,17 +16,17 @@ from typing import Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, Overwrite
 
 from core.context import MemoryContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.fallbacks import AgentFallback
 from core.records import TopicRow
-from core.state import MemoryState
+from core.state import MemoryState, Repair
 from core.text import clip, neutralize, transcript
 from nodes.memory.segmentation import SegmentationParams, extractive_summary
-from nodes.shared.agent import call_agent
+from nodes.shared.agent import call_agent, repairs_of
 from prompts import splitter as prompt
 
 CONVERSATION_CHARS = 20_000
@@ -42,6 +45,7 @@ def make_resummarise(deps: Deps):
         user_id = runtime.context.user_id
         stale: list[TopicRow] = await asyncio.to_thread(deps.store.topics.stale, user_id)
         done: list[int] = []
+        repairs: list[Repair] = []
         for topic in stale:
             messages = await asyncio.to_thread(deps.store.messages.of_topic, user_id, topic["id"])
             request = [
@@ -58,15 +62,21 @@ def make_resummarise(deps: Deps):
             if isinstance(result, AgentFallback):
                 return Command(
                     goto="resummarise_extractive",
-                    update={"resummarised": done, "resummary_fallback": result.reason},
+                    update={
+                        "resummarised": done,
+                        "resummary_fallback": result.reason,
+                        "repairs": Overwrite(repairs),
+                    },
                 )
+            repairs.extend(repairs_of("splitter", result))
             await asyncio.to_thread(
                 deps.store.topics.resummarise, user_id, topic["id"], result.value
             )
             done.append(topic["id"])
         if done:
             await asyncio.to_thread(reindex_topics, deps, user_id)
-        return Command(goto="load_chunk", update={"resummarised": done, "resummary_fallback": None})
+        update = {"resummarised": done, "resummary_fallback": None, "repairs": Overwrite(repairs)}
+        return Command(goto="load_chunk", update=update)
 
     return resummarise
 

@@ -149,6 +149,11 @@ def answer_kind(answered_by: AnsweredBy) -> MessageKind:
     return "memory_only_answer" if answered_by == "memory" else "conversation"
 
 
+def noted(note: str, answer: str) -> str:
+    """The answer after its note (`ResponseContext.answer_note`), if any."""
+    return f"{note}\n\n{answer}" if note else answer
+
+
 def make_finalize(deps: Deps):
     async def finalize(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         context = runtime.context
@@ -156,6 +161,7 @@ def make_finalize(deps: Deps):
         count_anomalies(state, anomalies)
         if not answer:  # stopped by the user before the first word: nothing to keep
             return {"answer": "", "sanitized": anomalies, "answer_message_id": None}
+        answer = noted(context.answer_note, answer)
         answered_by = state.get("answered_by", "memory")
         reply = NewMessage(
             external_id=reply_external_id(state.get("message_id")),
@@ -165,7 +171,7 @@ def make_finalize(deps: Deps):
             author=ASSISTANT_NAME,
             kind=answer_kind(answered_by),
         )
-        if not context.answer_claim.claim(RUN):  # the deadline cut the run: its answer stores
+        if not context.answer_claim.claim(RUN, answer):  # the deadline cut the run first
             return {"answer": "", "sanitized": anomalies, "answer_message_id": None}
         message_id = await asyncio.to_thread(
             store_answer,

@@ -23,10 +23,10 @@ from core.context import MediaContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
 from core.fallbacks import AgentFallback, TranscribeFallback
-from core.state import MediaItem, MediaState
+from core.state import MediaItem, MediaState, Repair
 from core.text import neutralize
 from core.tracing import user_key
-from nodes.shared.agent import call_agent, describe, is_timeout
+from nodes.shared.agent import call_agent, describe, is_timeout, repairs_of
 from nodes.shared.transcription import InvalidTranscription, NoTranscriptionEndpoint, transcribe
 from prompts import describer as prompt
 
@@ -102,10 +102,12 @@ def make_transcribe(deps: Deps):
 
 async def ask_describer(
     deps: Deps, user_id: int, system: str, items: list[MediaItem]
-) -> tuple[dict[int, str], AgentFallback | None]:
-    """The describer's text for each item it answered, and its first fallback, if any."""
+) -> tuple[dict[int, str], AgentFallback | None, list[Repair]]:
+    """The describer's text for each item it answered, its first fallback, if any, and
+    what was set right in its replies."""
     texts: dict[int, str] = {}
     fallback: AgentFallback | None = None
+    repairs: list[Repair] = []
     for item in items:
         result = await call_agent(
             deps.models, "describer", media_request(system, item), user_id=user_id
@@ -116,7 +118,8 @@ async def ask_describer(
                 break
             continue
         texts[item["message_id"]] = " ".join(result.value.split())
-    return texts, fallback
+        repairs.extend(repairs_of("describer", result))
+    return texts, fallback, repairs
 
 
 def describer_step(
@@ -138,13 +141,12 @@ def describer_step(
         if waiting is not None:
             wanted = set(state.get(waiting) or [])
             items = [item for item in items if item["message_id"] in wanted]
-        texts, failure = await ask_describer(deps, runtime.context.user_id, system, items)
+        texts, failure, repairs = await ask_describer(deps, runtime.context.user_id, system, items)
+        update = {"texts": texts, "repairs": repairs}
         if failure is not None:
-            return Command(
-                goto=fallback, update={"texts": texts, "describe_fallback": failure.reason}
-            )
+            return Command(goto=fallback, update={**update, "describe_fallback": failure.reason})
         earlier = state.get("describe_fallback")
-        return Command(goto=done, update={"texts": texts, "describe_fallback": earlier})
+        return Command(goto=done, update={**update, "describe_fallback": earlier})
 
     return step
 

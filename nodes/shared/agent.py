@@ -339,12 +339,18 @@ class WrittenSoFar(BaseCallbackHandler):
         self.text += chunk.message.text if chunk is not None else token
 
 
+def repairs_of(agent: AgentName, result: AgentReply[Any] | AgentFallback) -> list[Repair]:
+    """What was set right in `result`, one `Repair` per kind (none for a fallback)."""
+    if isinstance(result, AgentFallback):
+        return []
+    return [Repair(agent=agent, repaired=kind) for kind in result.repairs]
+
+
 def repairs_update(agent: AgentName, result: AgentReply[Any] | AgentFallback) -> dict[str, Any]:
     """The state update recording what was set right in `result`: `{"repairs": [...]}`, or
     nothing when nothing was."""
-    if isinstance(result, AgentFallback) or not result.repairs:
-        return {}
-    return {"repairs": [Repair(agent=agent, repaired=kind) for kind in result.repairs]}
+    repairs = repairs_of(agent, result)
+    return {"repairs": repairs} if repairs else {}
 
 
 async def call_agent_json(

@@ -1,8 +1,10 @@
 """Endpoints as they are: what `topica doctor --llm` finds, and how agents ask.
 
-The scripted server plays two endpoints: one honouring everything the OpenAI API
-promises, and one behaving as llama.cpp's server does (a named or `"required"`
-tool_choice ignored, so the model answers in prose; `max_completion_tokens` ignored).
+The scripted server plays three endpoints (`tests.support.llm_endpoints`): one honouring
+everything the OpenAI API promises; one behaving as llama.cpp's server does with a tiny
+model (a named or `"required"` tool_choice ignored, so the model answers in prose; JSON
+enforced by grammar, the model running on in JSON mode until its limit); and one ignoring
+response_format and `max_completion_tokens`, its model answering in prose.
 Agent calls go through `call_agent` with the real `ChatOpenAI` client, so each
 mechanism is checked on the wire."""
 
@@ -22,29 +24,8 @@ from cli.main import main
 from core.models import ModelRegistry
 from core.settings import Settings
 from nodes.shared.agent import CHARS_PER_TOKEN_BOUND, LEDGER, AgentReply, call_agent
+from tests.support.llm_endpoints import PROBES, honouring, ignoring_formats, llama_cpp_like
 from tests.support.openai_server import ScriptedOpenAI, reply, respond, tool_call
-
-COUNTING = " ".join(str(number) for number in range(1, 400))
-
-
-def honouring(body: dict[str, Any]):
-    """An endpoint that does what each request asks."""
-    if body.get("tool_choice") not in (None, "auto", "none"):
-        return tool_call("record_word", {"word": "apple"})
-    if body.get("response_format"):
-        return reply('{"word": "apple"}')
-    limit = body.get("max_completion_tokens") or body.get("max_tokens") or 400
-    return reply(" ".join(COUNTING.split()[: limit // 2]))
-
-
-def llama_cpp_like(body: dict[str, Any]):
-    """An endpoint that ignores tool_choice and `max_completion_tokens`."""
-    if body.get("tools"):
-        return reply("apple\n\nThe record_word tool is a tool that records words.")
-    if body.get("response_format"):
-        return reply('{"fruit": "apple", "colour": "red"}')
-    limit = body.get("max_tokens") or 400
-    return reply(" ".join(COUNTING.split()[: limit // 2]))
 
 
 async def probe_with_cli(server: ScriptedOpenAI, monkeypatch, tmp_path) -> tuple[int, dict]:
@@ -80,8 +61,19 @@ async def probe_with_cli(server: ScriptedOpenAI, monkeypatch, tmp_path) -> tuple
                 "TOPICA_LLM_NAMED_TOOL_CHOICE": "false",
                 "TOPICA_LLM_REQUIRED_TOOL_CHOICE": "false",
                 "TOPICA_LLM_TOOL_CALLS": "false",
-                "TOPICA_LLM_JSON_SCHEMA": "false",
+                "TOPICA_LLM_JSON_SCHEMA": "true",
                 "TOPICA_LLM_JSON_OBJECT": "true",
+                "TOPICA_LLM_TOKEN_LIMIT_FIELD": "max_completion_tokens",
+            },
+        ),
+        (
+            ignoring_formats,
+            {
+                "TOPICA_LLM_NAMED_TOOL_CHOICE": "false",
+                "TOPICA_LLM_REQUIRED_TOOL_CHOICE": "false",
+                "TOPICA_LLM_TOOL_CALLS": "false",
+                "TOPICA_LLM_JSON_SCHEMA": "false",
+                "TOPICA_LLM_JSON_OBJECT": "false",
                 "TOPICA_LLM_TOKEN_LIMIT_FIELD": "max_tokens",
             },
         ),
@@ -91,7 +83,7 @@ async def test_doctor_llm_prints_what_the_endpoint_honours(
     endpoint, expected, monkeypatch, tmp_path
 ):
     async with ScriptedOpenAI() as server:
-        server.script(*[respond(endpoint)] * 6)
+        server.script(*[respond(endpoint)] * PROBES)
         status, result = await probe_with_cli(server, monkeypatch, tmp_path)
         assert not server.unscripted
     assert status == 0

@@ -14,29 +14,8 @@ from core.models import ModelRegistry
 from core.ports import Embedder
 from core.settings import Settings
 from stores.services import build_deps
-from tests.support.local_model import MODEL_NAME, LocalModel
+from tests.support.local_model import TINY_MODEL_SETTINGS, LocalModel
 from tests.support.services import closing_each
-
-TINY_MODEL_SETTINGS: dict[str, Any] = {
-    "llm_model": MODEL_NAME,
-    "llm_timeout_s": 20.0,
-    "llm_max_retries": 0,
-    # What `topica doctor --llm` finds in llama.cpp's server (test_doctor_llm checks it).
-    "llm_named_tool_choice": False,
-    "llm_required_tool_choice": False,
-    "llm_tool_calls": False,
-    "llm_json_object": True,
-    "llm_token_limit_field": "max_tokens",
-    # Replies bounded to what a 45 tokens/s model writes in a few seconds.
-    "splitter_max_tokens": 256,
-    "merger_max_tokens": 96,
-    "archivist_max_tokens": 160,
-    "enricher_max_tokens": 24,
-    "reranker_max_tokens": 64,
-    "responder_max_tokens": 96,
-    "summariser_max_tokens": 96,
-    "turn_deadline_s": 30.0,
-}
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,10 @@ from core.records import MEMORY_KIND
 from nodes.shared.agent import LEDGER
 from tests.support.bot_api_server import FakeUser
 from tests.support.bot_harness import running_bot
+from tests.support.llm_endpoints import PROBES, llama_cpp_like
+from tests.support.local_model import TINY_MODEL_SETTINGS
 from tests.support.messages import new_messages
+from tests.support.openai_server import ScriptedOpenAI, respond
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -61,19 +64,38 @@ def recorded_outcomes() -> dict[str, list[str]]:
     return outcomes
 
 
-async def test_doctor_llm_finds_what_llama_cpp_ignores(make_tiny_deps: Callable[..., Deps]):
+async def test_doctor_llm_finds_what_the_scripted_llama_cpp_endpoint_plays(
+    make_tiny_deps: Callable[..., Deps],
+):
     deps = make_tiny_deps()
     started = time.monotonic()
     result = await probe_endpoint(deps.settings)
     phase("doctor --llm", started)
+    async with ScriptedOpenAI() as server:
+        server.script(*[respond(llama_cpp_like)] * PROBES)
+        scripted = await probe_endpoint(deps.settings.model_copy(update=server_url(server)))
     honoured = {row["capability"]: row["honoured"] for row in result["capabilities"]}
-    print(honoured)
-    # As the scripted llama.cpp-like endpoint in tests/integration/test_llm_endpoint.py:
-    # a named or required tool choice is not honoured, `max_tokens` is.
-    assert result["settings"]["TOPICA_LLM_NAMED_TOOL_CHOICE"] == "false"
-    assert result["settings"]["TOPICA_LLM_REQUIRED_TOOL_CHOICE"] == "false"
-    assert result["settings"]["TOPICA_LLM_TOOL_CALLS"] == "false"
-    assert honoured["max_tokens"] is True
+    print(result["capabilities"])
+    # Every capability as the scripted llama.cpp-like endpoint of
+    # tests/integration/test_llm_endpoint.py: tool choice ignored, JSON schema and JSON
+    # mode enforced by the server's grammar (however the model loops), `max_tokens` read.
+    assert honoured == {row["capability"]: row["honoured"] for row in scripted["capabilities"]}
+    assert result["settings"] == scripted["settings"]
+    for setting, capability in TIER_CAPABILITIES.items():
+        assert honoured[capability] is TINY_MODEL_SETTINGS[setting], "the tier assumes it"
+    assert honoured[TINY_MODEL_SETTINGS["llm_token_limit_field"]] is True
+
+
+TIER_CAPABILITIES = {
+    "llm_named_tool_choice": "named tool choice",
+    "llm_required_tool_choice": "required tool choice",
+    "llm_json_object": "json_object",
+}
+"""The tier's settings that name a capability the probe tries."""
+
+
+def server_url(server: ScriptedOpenAI) -> dict[str, Any]:
+    return {"llm_base_url": server.base_url, "llm_timeout_s": 5.0}
 
 
 def assert_memory_whole(deps: Deps) -> None:

@@ -16,12 +16,36 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 MODEL_NAME = "smollm2-135m"
 CONTEXT_TOKENS = 8192
 START_TIMEOUT_S = 60.0
+
+TINY_MODEL_SETTINGS: dict[str, Any] = {
+    "llm_model": MODEL_NAME,
+    "llm_timeout_s": 20.0,
+    "llm_max_retries": 0,
+    # What `topica doctor --llm` finds in llama.cpp's server (test_tiny_model checks it);
+    # its JSON schema is honoured too, but left off: the model loops inside a long schema.
+    "llm_named_tool_choice": False,
+    "llm_required_tool_choice": False,
+    "llm_tool_calls": False,
+    "llm_json_object": True,
+    "llm_token_limit_field": "max_tokens",
+    # Replies bounded to what a 45 tokens/s model writes in a few seconds.
+    "splitter_max_tokens": 256,
+    "merger_max_tokens": 96,
+    "archivist_max_tokens": 160,
+    "enricher_max_tokens": 24,
+    "reranker_max_tokens": 64,
+    "responder_max_tokens": 96,
+    "summariser_max_tokens": 96,
+    "turn_deadline_s": 30.0,
+}
+"""The settings of services on the tiny model (tests/real_model)."""
 
 
 def weights() -> Path:
