@@ -54,14 +54,20 @@ def _fts_with_user(table: str, column: str) -> str:
     )
 
 
-SUMMARY_UPDATE_TRIGGER = """
-    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
-        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
-        VALUES ('delete', old.id, old.summary, old.user_id);
-        INSERT INTO topics_fts(rowid, summary, user_id)
-        VALUES (new.id, new.summary, new.user_id);
+def _update_trigger(table: str, column: str) -> str:
+    """The trigger that keeps `table`'s full-text entry in step with `column` on update."""
+    index = f"{table}_fts"
+    return f"""
+    CREATE TRIGGER {index}_update AFTER UPDATE OF {column} ON {table} BEGIN
+        INSERT INTO {index}({index}, rowid, {column}, user_id)
+        VALUES ('delete', old.id, old.{column}, old.user_id);
+        INSERT INTO {index}(rowid, {column}, user_id)
+        VALUES (new.id, new.{column}, new.user_id);
     END;
     """
+
+
+SUMMARY_UPDATE_TRIGGER = _update_trigger("topics", "summary")
 
 
 def _words_index(table: str, column: str, *, on_update: bool) -> str:
@@ -151,14 +157,7 @@ MIGRATIONS: tuple[str, ...] = (
     # - `stale_topics`: topics whose messages changed since they were summarised; the
     #   memory graph summarises them again and clears the mark.
     media_tables(SQLITE)
-    + """
-    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, content, user_id)
-        VALUES ('delete', old.id, old.content, old.user_id);
-        INSERT INTO messages_fts(rowid, content, user_id)
-        VALUES (new.id, new.content, new.user_id);
-    END;
-    """
+    + _update_trigger("messages", "content")
     + vector_pending(SQLITE, "vector_pending_new")
     + """
     INSERT INTO vector_pending_new SELECT user_id, kind, record_id FROM vector_pending;
