@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,19 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
     if pending.strip(" \n;"):
         raise ValueError(f"incomplete SQL statement: {pending.strip()[:80]!r}")
+
+
+@dataclass(frozen=True)
+class FullTextQuery:
+    """A full-text search of one user's rows of `table` (`Database.fulltext`)."""
+
+    table: str
+    user_id: int
+    text: str
+    limit: int
+    where: str = ""
+    params: Sequence[Any] = ()
+    narrow: bool = False
 
 
 class Database:
@@ -74,6 +88,10 @@ class Database:
         first, larger is better. `where` adds conditions on the row (`r`), with `params`;
         `narrow` says they keep only a small part of the user's rows (one segment), so an
         engine that ranks before it filters should filter first."""
+        return self._ranked(FullTextQuery(table, user_id, text, limit, where, params, narrow))
+
+    def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
+        """The engine's `fulltext`."""
         raise NotImplementedError
 
     def lock_user(self, db: Any, user_id: int) -> None:
@@ -242,16 +260,7 @@ class SqliteDatabase(Database):
         except OverflowError:
             return []
 
-    def fulltext(
-        self,
-        table: str,
-        user_id: int,
-        text: str,
-        limit: int,
-        where: str = "",
-        params: Sequence[Any] = (),
-        narrow: bool = False,
-    ) -> list[tuple[int, float]]:
+    def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
         """FTS5's bm25, negated. The index reads only the user's words (each is indexed
         behind its user's tag: `stores.fulltext.user_words`); the rows found are still
         checked against `user_id` (and `where`) on the table itself.
@@ -265,6 +274,7 @@ class SqliteDatabase(Database):
         A term that matches `COMMON_MATCHES` of the user's rows or more scores only the
         rows that also hold a rarer term of the query (`rank_plan`), unless those are
         fewer than the page; a `narrow` search ranks every match."""
+        table, user_id, text, limit, where, params, narrow = astuple(query)
         index = f"{table}_fts"
         if narrow:
             expression = user_match_expression(user_id, text)
