@@ -120,12 +120,15 @@ class Database:
     def _of_user(self, table: str, columns: str, user_id: int, ids: list[int]) -> list[Any]:
         """`columns` of the user's rows of `table` among `ids` (already `stored_ids`), in no
         particular order. Always by primary key (see `rows.placeholders`)."""
+        query = f"SELECT {columns} FROM {table} WHERE +user_id = ? AND id IN"
+        return self.rows_in(query, user_id, ids)
+
+    def rows_in(self, query: str, user_id: int, ids: Sequence[int], then: str = "") -> list[Any]:
+        """The rows of `query`, whose one parameter is `user_id` and which ends in `IN`, for
+        `ids` (no rows for none), with `then` (an `ORDER BY`) after the list."""
         if not ids:
             return []
-        return self.rows(
-            f"SELECT {columns} FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
-            (user_id, *ids),
-        )
+        return self.rows(f"{query} ({placeholders(ids)}) {then}", (user_id, *ids))
 
     def holding(self, user_id: int, tables: Sequence[str]) -> set[str]:
         """Those of `tables` that hold at least one of the user's rows, in one statement
