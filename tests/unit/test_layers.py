@@ -8,6 +8,7 @@ lazy import cannot hide an arrow running back up.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +66,7 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@cache  # the tree does not change during a run; read it once for every test here
 def import_graph() -> dict[str, set[str]]:
     modules = project_modules()
     known = set(modules)
