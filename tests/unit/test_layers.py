@@ -11,6 +11,8 @@ import ast
 from functools import cache
 from pathlib import Path
 
+from tests.support.source import parsed
+
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -52,7 +54,7 @@ def project_modules() -> dict[str, Path]:
 def imports_of(path: Path, known: set[str]) -> set[str]:
     """The project modules `path` imports (the deepest known module of each name)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
