@@ -24,8 +24,9 @@ the gate there, which errs towards "nothing".
 
 A question that names someone or something memory names too is about memory whatever
 the scores (`name_words`, `written_as_a_name`): "Who is Anthony?" against the one
-message that mentions Anthony scores under every floor. A word counts as a name only where memory always writes it capitalised,
-so "The" or "What", capitalised when they start a sentence, never match.
+message that mentions Anthony scores under every floor. A word counts as a name only
+where memory always writes it capitalised, so "The" or "What", capitalised when they
+start a sentence, never match.
 
 Message hits count only when archived (filed in a topic), as in the fusion: the turn's
 own question is stored and indexed before the search, and would otherwise be its own best
