@@ -24,6 +24,14 @@ MODEL_PREFIX = "bench-"
 CHAT_PATH = "/v1/chat/completions"
 
 
+async def serve_on_loopback(runner: web.AppRunner) -> int:
+    """Set `runner` up and serve it on a free port of 127.0.0.1; that port."""
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
 @dataclass(frozen=True)
 class LoggedCall:
     agent: str
@@ -121,10 +129,7 @@ class AgentServer:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post(CHAT_PATH, self._chat)
         self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = await serve_on_loopback(self._runner)
         self.base_url = f"http://127.0.0.1:{port}/v1"
         return self
 

@@ -11,9 +11,7 @@ auto-RAG way but with the window included, since no model reads the window here;
 people and facts. When nothing was recalled it says so.
 
 The recalled topics are the context's (the selection, then the other candidates when the
-search order made it: `fill_candidates`). On LoCoMo's 760 dev questions the quotes hold
-every evidence message for 0.66 of them, where the one to three messages of each selected
-topic most similar to the question held it for 0.21 (docs/evaluation.md).
+search order made it: `fill_candidates`).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ none does, the search returns no candidates, so the reranker is not called
 the nearest records are only the least unrelated ones ("What is the capital of France?"
 against a diary quoted five topics at cosines down to 0.04).
 
-The floors are calibrated on data, not guessed: `topica eval floor` puts LoCoMo's
+The floors are calibrated on data, not guessed: `topica eval floor` puts a benchmark's
 questions and a set of general-knowledge questions (tests/data/unrelated_questions.json)
-to ingested LoCoMo conversations and takes, for each signal, the score that the best hit
+to its ingested conversations and takes, for each signal, the score that the best hit
 of an unrelated question reaches only `NULL_QUANTILE` of the time: a floor an unrelated
 question clears by chance 5% of the time, per signal. The figures it printed, and their
 leave-one-conversation-out check, are in `RelevanceFloors`' docstring. It is a gate, not a
@@ -18,16 +18,15 @@ filter: once memory is relevant, every hit votes as before, so recall can only c
 the questions the gate turns away.
 
 The vector floors depend on the memory's size (`SizeCurve`): calibrated on memories of
-hundreds of messages, a fixed floor turned away real questions in small ones (a
-four-message memory: "How long did the restore take?" reached cosine 0.35 < 0.374). The
+hundreds of messages, a fixed floor turned away real questions in small ones. The
 full-text floors stay fixed: in a small memory BM25's idf is small, so they rarely open
 the gate there, which errs towards "nothing".
 
 A question that names someone or something memory names too is about memory whatever
 the scores (`name_words`, `written_as_a_name`): "Who is Anthony?" against the one
-message that mentions Anthony scores under every floor (its cosine 0.28, its BM25 3.9 in
-a long message). A word counts as a name only where memory always writes it capitalised,
-so "The" or "What", capitalised when they start a sentence, never match.
+message that mentions Anthony scores under every floor. A word counts as a name only
+where memory always writes it capitalised, so "The" or "What", capitalised when they
+start a sentence, never match.
 
 Message hits count only when archived (filed in a topic), as in the fusion: the turn's
 own question is stored and indexed before the search, and would otherwise be its own best

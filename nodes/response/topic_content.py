@@ -59,10 +59,8 @@ def excerpt_header(topic: TopicRow) -> str:
     """The header of a topic shown in part: its id and date, marked as an excerpt.
 
     The summary and size come with the whole topic (`topic_header`), which the model can
-    load by id. Under a budget the room goes to the messages that answer: on LoCoMo, the
-    whole header and a label on every cut topic took recall at 2,000 tokens from 0.820 to
-    0.770, and at 250 tokens from 0.517 to 0.374; the size alone, added here, cost 0.517
-    → 0.497 at 250 tokens (docs/evaluation.md). The evaluation fills its budget with this
+    load by id. Under a budget the room goes to the messages that answer (what a longer
+    header costs is in docs/evaluation.md). The evaluation fills its budget with this
     same header."""
     return f"=== Topic {topic['id']} (excerpt) ===\nDate: {topic_date(topic)}"
 

@@ -22,9 +22,8 @@ context around them: a rule for filling a budget, not a judgement of relevance. 
 "What did we talk about the day before yesterday?" a cooking line holding "before"
 would lead, and put that day's topic before the one the date names.
 
-On LoCoMo (`topica eval locomo`, no model) recall_all@5 topics went from 0.696 to 0.767,
-and every conversation gained; see docs/evaluation.md. With a model, it is the order in
-which the reranker reads the candidates.
+With a model, it is the order in which the reranker reads the candidates; its measured
+effect is in docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from core.errors import StoreError
 from core.records import AttachmentRow, PassageRow, now_iso
 from core.text import valid_text
 from stores.relational.database import Repository
-from stores.relational.rows import mark_pending, placeholders, plain_row
+from stores.relational.rows import mark_pending, plain_row
 
 PASSAGE_COLUMNS = (
     "p.id, p.attachment_id, p.message_id, p.position, p.content, a.name "
@@ -53,12 +53,11 @@ class AttachmentRepository(Repository):
         return self.of_messages(user_id, [message_id])[-1]
 
     def of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[AttachmentRow]:
-        if not message_ids:
-            return []
-        rows = self._db.rows(
-            f"SELECT * FROM attachments WHERE user_id = ? "
-            f"AND message_id IN ({placeholders(message_ids)}) ORDER BY id",
-            (user_id, *message_ids),
+        rows = self._db.rows_in(
+            "SELECT * FROM attachments WHERE user_id = ? AND message_id IN",
+            user_id,
+            message_ids,
+            "ORDER BY id",
         )
         return [AttachmentRow(**plain_row(row)) for row in rows]
 
@@ -67,23 +66,15 @@ class AttachmentRepository(Repository):
         return [AttachmentRow(**plain_row(row)) for row in rows]
 
     def passages_by_ids(self, user_id: int, ids: Sequence[int]) -> list[PassageRow]:
-        if not ids:
-            return []
-        rows = self._db.rows(
-            f"SELECT {PASSAGE_COLUMNS} WHERE p.user_id = ? AND p.id IN ({placeholders(ids)}) "
-            "ORDER BY p.id",
-            (user_id, *ids),
-        )
-        return [PassageRow(**dict(row)) for row in rows]
+        return self._passages_where("p.id", user_id, ids)
 
     def passages_of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[PassageRow]:
-        if not message_ids:
-            return []
-        rows = self._db.rows(
-            f"SELECT {PASSAGE_COLUMNS} WHERE p.user_id = ? "
-            f"AND p.message_id IN ({placeholders(message_ids)}) ORDER BY p.id",
-            (user_id, *message_ids),
-        )
+        return self._passages_where("p.message_id", user_id, message_ids)
+
+    def _passages_where(self, column: str, user_id: int, ids: Sequence[int]) -> list[PassageRow]:
+        """The user's passages whose `column` is one of `ids`, by id."""
+        query = f"SELECT {PASSAGE_COLUMNS} WHERE p.user_id = ? AND {column} IN"
+        rows = self._db.rows_in(query, user_id, ids, "ORDER BY p.id")
         return [PassageRow(**dict(row)) for row in rows]
 
     def passage_ids_of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[int]:

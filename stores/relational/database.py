@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,19 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
     if pending.strip(" \n;"):
         raise ValueError(f"incomplete SQL statement: {pending.strip()[:80]!r}")
+
+
+@dataclass(frozen=True)
+class FullTextQuery:
+    """A full-text search of one user's rows of `table` (`Database.fulltext`)."""
+
+    table: str
+    user_id: int
+    text: str
+    limit: int
+    where: str = ""
+    params: Sequence[Any] = ()
+    narrow: bool = False
 
 
 class Database:
@@ -74,6 +88,10 @@ class Database:
         first, larger is better. `where` adds conditions on the row (`r`), with `params`;
         `narrow` says they keep only a small part of the user's rows (one segment), so an
         engine that ranks before it filters should filter first."""
+        return self._ranked(FullTextQuery(table, user_id, text, limit, where, params, narrow))
+
+    def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
+        """The engine's `fulltext`."""
         raise NotImplementedError
 
     def lock_user(self, db: Any, user_id: int) -> None:
@@ -102,12 +120,15 @@ class Database:
     def _of_user(self, table: str, columns: str, user_id: int, ids: list[int]) -> list[Any]:
         """`columns` of the user's rows of `table` among `ids` (already `stored_ids`), in no
         particular order. Always by primary key (see `rows.placeholders`)."""
+        query = f"SELECT {columns} FROM {table} WHERE +user_id = ? AND id IN"
+        return self.rows_in(query, user_id, ids)
+
+    def rows_in(self, query: str, user_id: int, ids: Sequence[int], then: str = "") -> list[Any]:
+        """The rows of `query`, whose one parameter is `user_id` and which ends in `IN`, for
+        `ids` (no rows for none), with `then` (an `ORDER BY`) after the list."""
         if not ids:
             return []
-        return self.rows(
-            f"SELECT {columns} FROM {table} WHERE +user_id = ? AND id IN ({placeholders(ids)})",
-            (user_id, *ids),
-        )
+        return self.rows(f"{query} ({placeholders(ids)}) {then}", (user_id, *ids))
 
     def holding(self, user_id: int, tables: Sequence[str]) -> set[str]:
         """Those of `tables` that hold at least one of the user's rows, in one statement
@@ -242,16 +263,7 @@ class SqliteDatabase(Database):
         except OverflowError:
             return []
 
-    def fulltext(
-        self,
-        table: str,
-        user_id: int,
-        text: str,
-        limit: int,
-        where: str = "",
-        params: Sequence[Any] = (),
-        narrow: bool = False,
-    ) -> list[tuple[int, float]]:
+    def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
         """FTS5's bm25, negated. The index reads only the user's words (each is indexed
         behind its user's tag: `stores.fulltext.user_words`); the rows found are still
         checked against `user_id` (and `where`) on the table itself.
@@ -265,6 +277,7 @@ class SqliteDatabase(Database):
         A term that matches `COMMON_MATCHES` of the user's rows or more scores only the
         rows that also hold a rarer term of the query (`rank_plan`), unless those are
         fewer than the page; a `narrow` search ranks every match."""
+        table, user_id, text, limit, where, params, narrow = astuple(query)
         index = f"{table}_fts"
         if narrow:
             expression = user_match_expression(user_id, text)

@@ -128,13 +128,11 @@ class MessageRepository(Repository):
         return [MessageEditRow(**plain_row(row)) for row in rows]
 
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[MessageRow]:
-        ids = stored_ids(ids)
-        if not ids:
-            return []
-        rows = self._db.rows(
-            f"SELECT * FROM messages WHERE +user_id = ? AND id IN ({placeholders(ids)}) "
+        rows = self._db.rows_in(
+            "SELECT * FROM messages WHERE +user_id = ? AND id IN",
+            user_id,
+            stored_ids(ids),
             "ORDER BY seq",
-            (user_id, *ids),
         )
         return [message_row(row) for row in rows]
 

@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,7 +29,7 @@ from psycopg_pool import ConnectionPool
 
 from core.errors import StoreError
 from stores.fulltext import COMMON_MATCHES, query_stems
-from stores.relational.database import RANKED_PAGE, Database
+from stores.relational.database import RANKED_PAGE, Database, FullTextQuery
 from stores.relational.postgres_schema import MIGRATIONS, SET_UP
 
 MIGRATION_LOCK = 0x70_71_CA_00
@@ -217,16 +218,7 @@ class PostgresDatabase(Database):
     def lock_user(self, db: Any, user_id: int) -> None:
         db.execute("SELECT 1 FROM users WHERE user_id = ? FOR UPDATE", (user_id,))
 
-    def fulltext(
-        self,
-        table: str,
-        user_id: int,
-        text: str,
-        limit: int,
-        where: str = "",
-        params: Sequence[Any] = (),
-        narrow: bool = False,
-    ) -> list[tuple[int, float]]:
+    def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
         """BM25 (FTS5's formula and constants) over the user's rows matching any stem as a
         prefix: document frequencies, count and mean length among the user's rows, term
         frequencies from each matching row's `tsvector` positions. The statistics are the
@@ -234,6 +226,7 @@ class PostgresDatabase(Database):
         or not. Common terms (`COMMON_MATCHES`) count as in the SQLite engine: unless
         `narrow`, a row holding only common terms is left out when the rows holding a
         rarer term fill a page (`RANKED_PAGE`, or `limit` if larger)."""
+        table, user_id, text, limit, where, params, narrow = astuple(query)
         stems = query_stems(text)
         if not stems:
             return []

@@ -3,7 +3,20 @@ number of the last one applied."""
 
 from __future__ import annotations
 
-from stores.relational.task_schema import REMINDER_OFFERS, task_tables
+from stores.relational.tables import (
+    KIND_COLUMN,
+    SQLITE,
+    VECTOR_INDEX,
+    answers,
+    conversation_titles,
+    core_tables,
+    deliveries,
+    media_tables,
+    reminder_offers,
+    session_summaries,
+    task_tables,
+    vector_pending,
+)
 
 
 def _full_text_index(table: str, column: str, user_id: str) -> str:
@@ -42,14 +55,20 @@ def _fts_with_user(table: str, column: str) -> str:
     )
 
 
-SUMMARY_UPDATE_TRIGGER = """
-    CREATE TRIGGER topics_fts_update AFTER UPDATE OF summary ON topics BEGIN
-        INSERT INTO topics_fts(topics_fts, rowid, summary, user_id)
-        VALUES ('delete', old.id, old.summary, old.user_id);
-        INSERT INTO topics_fts(rowid, summary, user_id)
-        VALUES (new.id, new.summary, new.user_id);
+def _update_trigger(table: str, column: str) -> str:
+    """The trigger that keeps `table`'s full-text entry in step with `column` on update."""
+    index = f"{table}_fts"
+    return f"""
+    CREATE TRIGGER {index}_update AFTER UPDATE OF {column} ON {table} BEGIN
+        INSERT INTO {index}({index}, rowid, {column}, user_id)
+        VALUES ('delete', old.id, old.{column}, old.user_id);
+        INSERT INTO {index}(rowid, {column}, user_id)
+        VALUES (new.id, new.{column}, new.user_id);
     END;
     """
+
+
+SUMMARY_UPDATE_TRIGGER = _update_trigger("topics", "summary")
 
 
 def _words_index(table: str, column: str, *, on_update: bool) -> str:
@@ -92,119 +111,18 @@ def _words_index(table: str, column: str, *, on_update: bool) -> str:
     """
 
 
-DELIVERIES = """
-    CREATE TABLE deliveries (
-        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-        user_id INTEGER NOT NULL,
-        delivered_at TEXT NOT NULL
-    );
-    """
-
-CONVERSATION_TITLES = """
-    CREATE TABLE conversation_titles (
-        user_id {integer} NOT NULL,
-        conversation TEXT NOT NULL,
-        title TEXT NOT NULL,
-        PRIMARY KEY (user_id, conversation)
-    );
-    """
+FIRST_UNARCHIVED = (
+    "CREATE INDEX messages_unarchived ON messages(user_id, seq) WHERE topic_id IS NULL;"
+)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole first schema.
-    """
-    CREATE TABLE users (
-        user_id INTEGER PRIMARY KEY,
-        current_segment INTEGER NOT NULL DEFAULT 0,
-        created_at TEXT NOT NULL
-    );
-    CREATE TABLE topics (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        summary TEXT NOT NULL CHECK (length(trim(summary)) > 0),
-        start_msg_id INTEGER NOT NULL,
-        end_msg_id INTEGER NOT NULL,
-        size_chars INTEGER NOT NULL,
-        message_count INTEGER NOT NULL,
-        first_message_at TEXT NOT NULL,
-        last_message_at TEXT NOT NULL,
-        facts_extracted INTEGER NOT NULL DEFAULT 0,
-        consolidation_checked INTEGER NOT NULL DEFAULT 0,
-        created_at TEXT NOT NULL,
-        CHECK (start_msg_id <= end_msg_id)
-    );
-    CREATE INDEX topics_user ON topics(user_id, start_msg_id);
-    CREATE TABLE messages (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        external_id TEXT NOT NULL,
-        role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-        author TEXT,
-        content TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        ts REAL NOT NULL,
-        topic_id INTEGER REFERENCES topics(id) ON DELETE SET NULL,
-        segment INTEGER NOT NULL DEFAULT 0,
-        UNIQUE (user_id, seq),
-        UNIQUE (user_id, external_id)
-    );
-    CREATE INDEX messages_unarchived ON messages(user_id, seq) WHERE topic_id IS NULL;
-    CREATE INDEX messages_topic ON messages(user_id, topic_id, seq);
-    CREATE TABLE facts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        type TEXT NOT NULL CHECK (type IN ('identity', 'context', 'status')),
-        content TEXT NOT NULL CHECK (length(trim(content)) > 0),
-        importance INTEGER NOT NULL CHECK (importance BETWEEN 0 AND 100),
-        topic_id INTEGER,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    );
-    CREATE INDEX facts_user ON facts(user_id);
-    CREATE TABLE fact_history (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        fact_id INTEGER NOT NULL,
-        user_id INTEGER NOT NULL,
-        action TEXT NOT NULL CHECK (action IN ('add', 'update', 'delete')),
-        old_content TEXT,
-        new_content TEXT,
-        old_importance INTEGER,
-        new_importance INTEGER,
-        reason TEXT,
-        topic_id INTEGER,
-        at TEXT NOT NULL
-    );
-    CREATE INDEX fact_history_user ON fact_history(user_id, fact_id);
-    CREATE TABLE people (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        name TEXT NOT NULL CHECK (length(trim(name)) > 0),
-        aliases TEXT NOT NULL DEFAULT '[]',
-        username TEXT,
-        circle TEXT,
-        bio TEXT,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    );
-    CREATE INDEX people_user ON people(user_id);
-    """
+    core_tables(SQLITE, FIRST_UNARCHIVED)
     + _full_text_index("messages", "content", "user_id UNINDEXED")
     + _full_text_index("topics", "summary", "user_id UNINDEXED")
     + SUMMARY_UPDATE_TRIGGER,
     # 2: the rolling summary of each conversation segment (seed 003).
-    """
-    CREATE TABLE session_summaries (
-        user_id INTEGER NOT NULL,
-        segment INTEGER NOT NULL,
-        first_seq INTEGER NOT NULL,
-        last_seq INTEGER NOT NULL,
-        summary TEXT NOT NULL,
-        written_by TEXT NOT NULL CHECK (written_by IN ('llm', 'extractive')),
-        updated_at TEXT NOT NULL,
-        PRIMARY KEY (user_id, segment),
-        CHECK (first_seq <= last_seq)
-    );
-    """,
+    session_summaries(SQLITE),
     # 3: records whose vector is not (yet) in the vector index. Written in the same
     # transaction as the record and cleared after the upsert, so a vector store that
     # was down never leaves a record unsearchable for good (stores/indexing.py).
@@ -230,17 +148,7 @@ MIGRATIONS: tuple[str, ...] = (
     # people and earlier messages its context held (by id, with the reranker's reasons and
     # excerpts), the tools called, the fallbacks taken; and whether the user stopped it
     # while it was written (`partial`). Goes when its message goes.
-    """
-    CREATE TABLE answers (
-        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-        user_id INTEGER NOT NULL,
-        answered_by TEXT NOT NULL CHECK (answered_by IN ('responder', 'synthesis', 'memory')),
-        partial INTEGER NOT NULL DEFAULT 0 CHECK (partial IN (0, 1)),
-        context_used TEXT NOT NULL CHECK (json_valid(context_used)),
-        created_at TEXT NOT NULL
-    );
-    CREATE INDEX answers_user ON answers(user_id, message_id);
-    """,
+    answers(SQLITE),
     # 6: memory of what messages carry and of what changed in them.
     # - `attachments`: a document's text, kept with its message (which stores only its
     #   label), split into `passages` that are indexed like messages (full text here,
@@ -249,54 +157,10 @@ MIGRATIONS: tuple[str, ...] = (
     #   message's full-text entry follows its content on update.
     # - `stale_topics`: topics whose messages changed since they were summarised; the
     #   memory graph summarises them again and clears the mark.
-    """
-    CREATE TABLE attachments (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-        name TEXT NOT NULL,
-        mime_type TEXT NOT NULL,
-        content TEXT NOT NULL,
-        created_at TEXT NOT NULL
-    );
-    CREATE INDEX attachments_message ON attachments(user_id, message_id);
-    CREATE TABLE passages (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        attachment_id INTEGER NOT NULL REFERENCES attachments(id) ON DELETE CASCADE,
-        message_id INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        content TEXT NOT NULL CHECK (length(trim(content)) > 0),
-        UNIQUE (attachment_id, position)
-    );
-    CREATE INDEX passages_message ON passages(user_id, message_id);
-    CREATE TABLE message_edits (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        user_id INTEGER NOT NULL,
-        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-        old_content TEXT NOT NULL,
-        new_content TEXT NOT NULL,
-        at TEXT NOT NULL
-    );
-    CREATE INDEX message_edits_message ON message_edits(user_id, message_id);
-    CREATE TABLE stale_topics (
-        user_id INTEGER NOT NULL,
-        topic_id INTEGER NOT NULL REFERENCES topics(id) ON DELETE CASCADE,
-        PRIMARY KEY (user_id, topic_id)
-    );
-    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, content, user_id)
-        VALUES ('delete', old.id, old.content, old.user_id);
-        INSERT INTO messages_fts(rowid, content, user_id)
-        VALUES (new.id, new.content, new.user_id);
-    END;
-    CREATE TABLE vector_pending_new (
-        user_id INTEGER NOT NULL,
-        kind TEXT NOT NULL
-            CHECK (kind IN ('topics', 'facts', 'people', 'messages', 'passages')),
-        record_id INTEGER NOT NULL,
-        PRIMARY KEY (user_id, kind, record_id)
-    );
+    media_tables(SQLITE)
+    + _update_trigger("messages", "content")
+    + vector_pending(SQLITE, "vector_pending_new")
+    + """
     INSERT INTO vector_pending_new SELECT user_id, kind, record_id FROM vector_pending;
     DROP TABLE vector_pending;
     ALTER TABLE vector_pending_new RENAME TO vector_pending;
@@ -307,9 +171,8 @@ MIGRATIONS: tuple[str, ...] = (
     # recognised by their answer record and marked. Unarchived messages are read in time
     # order (created_at, then id), whatever the order they were stored in. The marked
     # answers are queued for the vector index, which drops the vectors of other kinds.
-    """
-    ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT 'conversation'
-        CHECK (kind IN ('conversation', 'memory_only_answer', 'command', 'media_description'));
+    f"""
+    ALTER TABLE messages ADD COLUMN {KIND_COLUMN};
     UPDATE messages SET kind = 'memory_only_answer'
         WHERE id IN (SELECT message_id FROM answers WHERE answered_by = 'memory');
     INSERT OR IGNORE INTO vector_pending (user_id, kind, record_id)
@@ -321,21 +184,12 @@ MIGRATIONS: tuple[str, ...] = (
     # 8: which embedder made the vector index (`stores.indexing`): a store opened with
     # another one says so and `topica reindex` rebuilds it, instead of silently finding
     # nothing (collections are named after the embedder).
-    """
-    CREATE TABLE vector_index (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
-    """,
+    VECTOR_INDEX,
     # 9: which answers reached the user (the bot's sendMessage succeeded). An answer is
     # stored before it is sent; one whose process died in between is sent when Telegram
     # delivers its question again, instead of being taken for answered. Every answer
     # stored before this migration counts as delivered.
-    DELIVERIES
-    + """
-    INSERT INTO deliveries (message_id, user_id, delivered_at)
-        SELECT id, user_id, created_at FROM messages WHERE role = 'assistant';
-    """,
+    deliveries(SQLITE),
     # 10: messages by the time they were written, for questions that name a day or a
     # month (`MessageRepository.written_between`).
     """
@@ -347,7 +201,7 @@ MIGRATIONS: tuple[str, ...] = (
     + _words_index("passages", "content", on_update=False),
     # 12: scheduled tasks and reminders (`stores.relational.tasks`), their runs, and each
     # user's time zone.
-    task_tables("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER"),
+    task_tables(SQLITE),
     # 13: a scheduled task's message is a kind of its own ('task'). Widening a CHECK
     # constraint changes no stored row, so the table's recorded SQL is edited in place
     # (SQLite's documented way for such changes) instead of rebuilding `messages` with
@@ -361,8 +215,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 14: the title of each imported conversation (a ChatGPT conversation, a Telegram
     # chat), keyed by its messages' external id prefix (`SessionRepository.titles`).
-    CONVERSATION_TITLES.format(integer="INTEGER"),
+    conversation_titles(SQLITE),
     # 15: reminders offered for what the user promised or planned (`stores.relational.
     # offers`), each kept until the user accepts or dismisses it.
-    REMINDER_OFFERS.format(identity="INTEGER PRIMARY KEY AUTOINCREMENT", integer="INTEGER"),
+    reminder_offers(SQLITE),
 )

@@ -14,13 +14,14 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from tests.support.bot_api_server import FakeBotAPI
 from tests.support.chroma_server import ChromaServer
-from tests.support.replicas import FIRST_USER, answers_to, run_replicas
+from tests.support.replicas import FIRST_USER, ReplicaRun, answers_to, run_replicas
 
 pytestmark = [pytest.mark.stores("postgres"), pytest.mark.timeout(600)]
 
@@ -56,6 +57,31 @@ def logged_errors(workdir: Path) -> list[str]:
     return found
 
 
+async def replicas_against_chroma(
+    workdir: Path, replicas: int, **options: Any
+) -> tuple[ReplicaRun, dict[int, list[int]]]:
+    """`run_replicas` over `USERS` × `MESSAGES` questions with a Chroma server and the fake
+    Bot API of its own; the run and the ids of the questions each user's answers replied
+    to."""
+    chroma = ChromaServer(workdir / "chroma")
+    chroma.start()
+    try:
+        async with FakeBotAPI() as api:
+            run = await run_replicas(
+                workdir,
+                replicas=replicas,
+                users=USERS,
+                messages=MESSAGES,
+                settings=replica_settings(chroma),
+                api=api,
+                **options,
+            )
+            users = range(FIRST_USER, FIRST_USER + USERS)
+            return run, {user: answers_to(api, user) for user in users}
+    finally:
+        chroma.stop()
+
+
 def everyone_archived() -> bool:
     waiting = store_rows(
         "SELECT count(*) FROM messages WHERE topic_id IS NULL AND kind = 'conversation'"
@@ -67,25 +93,9 @@ def everyone_archived() -> bool:
 async def test_three_replicas_one_killed_lose_and_double_nothing(
     store_engine: str, tmp_path: Path
 ) -> None:
-    chroma = ChromaServer(tmp_path / "chroma")
-    chroma.start()
-    try:
-        async with FakeBotAPI() as api:
-            run = await run_replicas(
-                tmp_path,
-                replicas=3,
-                users=USERS,
-                messages=MESSAGES,
-                settings=replica_settings(chroma),
-                kill_after=USERS * MESSAGES // 3,
-                api=api,
-                archived=everyone_archived,
-            )
-            replies = {
-                user: answers_to(api, user) for user in range(FIRST_USER, FIRST_USER + USERS)
-            }
-    finally:
-        chroma.stop()
+    run, replies = await replicas_against_chroma(
+        tmp_path, 3, kill_after=USERS * MESSAGES // 3, archived=everyone_archived
+    )
     print(json.dumps(run.figures()))
 
     questions = [f"tg-{user}-{message}" for user, message in run.sent]
@@ -126,20 +136,7 @@ async def test_throughput_at_one_and_three_replicas(store_engine: str, tmp_path:
     for replicas in (1, 3):
         workdir = tmp_path / f"r{replicas}"
         os.environ["TOPICA_DATABASE_SCHEMA"] += f"_r{replicas}"
-        chroma = ChromaServer(workdir / "chroma")
-        chroma.start()
-        try:
-            async with FakeBotAPI() as api:
-                run = await run_replicas(
-                    workdir,
-                    replicas=replicas,
-                    users=USERS,
-                    messages=MESSAGES,
-                    settings=replica_settings(chroma),
-                    api=api,
-                )
-        finally:
-            chroma.stop()
+        run, _ = await replicas_against_chroma(workdir, replicas)
         assert len(run.turn_s) == USERS * MESSAGES
         rows.append(run.figures())
     print("\nreplicas | questions | throughput (q/s) | turn p50 (s) | turn p95 (s)")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bench.llm_server import serve_on_loopback
 from core.tracing import user_key
 from tests.support.paths import ROOT
 from tests.support.paths import THREE_SITTINGS as SESSION
@@ -34,10 +35,7 @@ async def test_runs_are_traced_with_graph_node_and_hashed_user(tmp_path: Path) -
     app = web.Application(client_max_size=64 * 2**20)
     app.router.add_route("*", "/{tail:.*}", collect)
     runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    port = await serve_on_loopback(runner)
     try:
         environment = untraced_environment() | {
             "LANGSMITH_TRACING": "true",

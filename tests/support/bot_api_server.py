@@ -44,6 +44,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bench.llm_server import serve_on_loopback
+
 __all__ = [
     "ApiCall",
     "FakeBotAPI",
@@ -229,10 +231,7 @@ class FakeBotAPI:
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = await serve_on_loopback(self._runner)
         self.base_url = f"http://127.0.0.1:{port}"
         return self
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bench.llm_server import serve_on_loopback
+
 
 @dataclass
 class LangSmithServer:
@@ -71,10 +73,7 @@ class LangSmithServer:
 async def langsmith_server() -> AsyncIterator[LangSmithServer]:
     server = LangSmithServer()
     runner = web.AppRunner(server.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    port = await serve_on_loopback(runner)
     server.url = f"http://127.0.0.1:{port}"
     try:
         yield server

@@ -8,7 +8,10 @@ lazy import cannot hide an arrow running back up.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
+
+from tests.support.source import parsed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +54,7 @@ def project_modules() -> dict[str, Path]:
 def imports_of(path: Path, known: set[str]) -> set[str]:
     """The project modules `path` imports (the deepest known module of each name)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -65,6 +68,7 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@cache  # the tree does not change during a run; read it once for every test here
 def import_graph() -> dict[str, set[str]]:
     modules = project_modules()
     known = set(modules)

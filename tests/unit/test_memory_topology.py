@@ -3,54 +3,39 @@ fallback above all) fails here rather than silently in production."""
 
 from __future__ import annotations
 
-import re
-
 from core.deps import Deps
 from graphs.memory import build_memory_graph
 from nodes.memory.chunking import route_after_load
 from tests.support.memory import MEMORY_NODES
+from tests.support.topology import drawn_edges, edges, mermaid_edges
 
-EDGE = re.compile(r"^\s*(\S+) (?:-->|-\.->|-\. &nbsp;(.+?)&nbsp; \.->) (\S+);$")
 FALLBACK = "no_model / api_error / timeout / invalid_output / empty_reply"
 
-# (source, label: None for a plain edge, "" for an unlabelled conditional one, target)
-EXPECTED_EDGES = {
-    ("__start__", None, "resummarise"),
-    ("resummarise", "summaries", "load_chunk"),
-    ("resummarise", FALLBACK, "resummarise_extractive"),
-    ("resummarise_extractive", None, "load_chunk"),
-    ("load_chunk", "", "split"),
-    ("load_chunk", "", "__end__"),
-    ("load_chunk", "", "extract_facts"),
-    ("split", "topics", "validate"),
-    ("split", FALLBACK, "segment"),
-    ("segment", None, "validate"),
-    ("validate", None, "embed"),
-    ("embed", None, "save"),
-    ("save", None, "merge"),
-    ("merge", "merged", "extract_facts"),
-    ("merge", FALLBACK, "merge_by_rule"),
-    ("merge_by_rule", None, "extract_facts"),
-    ("extract_facts", "facts", "__end__"),
-    ("extract_facts", FALLBACK, "defer_facts"),
-    ("defer_facts", None, "__end__"),
-}
-
-
-def mermaid_edges(mermaid: str) -> set[tuple[str, str | None, str]]:
-    edges = set()
-    for line in mermaid.splitlines():
-        match = EDGE.match(line)
-        if match:
-            source, label, target = match.groups()
-            plain = "-.->" not in line and "&nbsp;" not in line
-            edges.add((source, None if plain else (label or ""), target))
-    return edges
+EXPECTED_EDGES = edges(f"""
+    __start__ --> resummarise
+    resummarise -. summaries .-> load_chunk
+    resummarise -. {FALLBACK} .-> resummarise_extractive
+    resummarise_extractive --> load_chunk
+    load_chunk -.-> split
+    load_chunk -.-> __end__
+    load_chunk -.-> extract_facts
+    split -. topics .-> validate
+    split -. {FALLBACK} .-> segment
+    segment --> validate
+    validate --> embed
+    embed --> save
+    save --> merge
+    merge -. merged .-> extract_facts
+    merge -. {FALLBACK} .-> merge_by_rule
+    merge_by_rule --> extract_facts
+    extract_facts -. facts .-> __end__
+    extract_facts -. {FALLBACK} .-> defer_facts
+    defer_facts --> __end__
+""")
 
 
 def test_the_memory_graph_has_exactly_the_expected_edges(deps: Deps):
-    mermaid = build_memory_graph(deps).compile().get_graph(xray=True).draw_mermaid()
-    assert mermaid_edges(mermaid) == EXPECTED_EDGES
+    assert drawn_edges(build_memory_graph(deps)) == EXPECTED_EDGES
 
 
 def test_the_memory_graph_has_exactly_the_expected_nodes(deps: Deps):
@@ -60,7 +45,9 @@ def test_the_memory_graph_has_exactly_the_expected_nodes(deps: Deps):
 
 def test_the_edge_parser_sees_every_kind_of_arrow():
     sample = "graph TD;\n\ta --> b;\n\tb -.-> c;\n\tc -. &nbsp;x / y&nbsp; .-> d;\n\tclassDef x\n"
-    assert mermaid_edges(sample) == {("a", None, "b"), ("b", "", "c"), ("c", "x / y", "d")}
+    expected = {("a", None, "b"), ("b", "", "c"), ("c", "x / y", "d")}
+    assert mermaid_edges(sample) == expected
+    assert edges("a --> b\n  b -.-> c\n  c -. x / y .-> d\n") == expected
 
 
 def test_the_router_after_load_chunk_is_pure_and_total():

@@ -14,6 +14,7 @@ import pytest
 from packaging.version import Version
 
 from core.errors import ConfigurationError
+from tests.support.source import parsed
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ("core", "stores", "prompts", "nodes", "graphs", "app", "bench", "cli", "bot")
@@ -32,7 +33,7 @@ def imports(top_level_only: bool = False) -> set[str]:
     found = set()
     for folder in SOURCE:
         for path in (ROOT / folder).rglob("*.py"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = parsed(path)
             nodes = tree.body if top_level_only else ast.walk(tree)
             for node in nodes:
                 if isinstance(node, ast.Import):

@@ -8,24 +8,23 @@ import pytest
 from core.deps import Deps
 from graphs.tasks import build_task_graph
 from nodes.response.task_run import task_kind
-from tests.unit.test_memory_topology import mermaid_edges
+from tests.support.topology import drawn_edges, edges
 
 FALLBACK = "no_model / api_error / timeout / empty_reply"
 
 
 def test_the_task_graph_has_exactly_the_expected_edges(deps: Deps) -> None:
-    mermaid = build_task_graph(deps).compile().get_graph().draw_mermaid()
-    assert mermaid_edges(mermaid) == {
-        ("__start__", "", "remind"),
-        ("__start__", "", "prepare"),
-        ("remind", None, "__end__"),
-        ("prepare", None, "work"),
-        ("work", "message", "__end__"),
-        ("work", "tool_calls", "tools"),
-        ("tools", None, "work"),
-        ("work", FALLBACK, "work_offline"),
-        ("work_offline", None, "__end__"),
-    }
+    assert drawn_edges(build_task_graph(deps)) == edges(f"""
+        __start__ -.-> remind
+        __start__ -.-> prepare
+        remind --> __end__
+        prepare --> work
+        work -. message .-> __end__
+        work -. tool_calls .-> tools
+        tools --> work
+        work -. {FALLBACK} .-> work_offline
+        work_offline --> __end__
+    """)
 
 
 @pytest.mark.parametrize(
