@@ -54,7 +54,7 @@ def test_a_rendering_that_crosses_its_tags_is_sent_as_text():
     assert check_telegram_html(markup) == "quote code\nmore & <b>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.text(alphabet="*_`~|[]()<>&#>-!\n .:/abcабв1🐈", max_size=120))
 def test_random_markdown_like_text_is_a_valid_draft(text: str):
     check_telegram_html(draft_html(text))

@@ -181,7 +181,7 @@ def chunks_and_proposals(draw):
     return chunk(ids, ["y" * n for n in lengths]), proposals, max_chars
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(chunks_and_proposals())
 def test_no_message_is_ever_lost_or_doubled(case):
     messages, proposals, max_chars = case

@@ -71,7 +71,7 @@ PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=200)
+@settings(max_examples=400)
 @given(st.lists(PIECES, max_size=30).map("".join), st.booleans())
 def test_the_shortcut_for_text_with_nothing_to_neutralise_changes_no_result(
     text: str, keep_labels: bool
