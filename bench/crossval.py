@@ -35,7 +35,7 @@ GRID: dict[str, dict[str, object]] = {
     "passages=off": {"excerpt_passage_chars": 0},
     "passage_chars=300": {"excerpt_passage_chars": 300},
     "passage_chars=1200": {"excerpt_passage_chars": 1200},
-    "passages_last": {"excerpt_passages_in_place": False},
+    "passages_in_place": {"excerpt_passages_in_place": True},
 }
 
 
