@@ -14,7 +14,9 @@ question says, fused, with the hits of speakers the question does not name lendi
 to their neighbours): the ranking the response graph's context assembly cuts recalled
 topics with when they do not fit, over the same topics (`shown_topic_ids`): the
 reranker's selection, and after it every other candidate when the search order made the
-selection (no model chose; `fill_candidates`). A topic shown whole has the header the
+selection (no model chose; `fill_candidates`). A long message comes by its passages most
+like the question (`rank_items`), rendered cut as the context shows it; it counts as in
+the context when one of its passages is. A topic shown whole has the header the
 response graph shows it with (id, date, size, summary); a topic shown in part has the
 short one the response graph shows it with too (`excerpt_header`: id, date).
 """

@@ -3,7 +3,8 @@
 Every message is scored by Reciprocal Rank Fusion of its topic's rank, its ranks in the
 turn's full-text, vector and dated message lists, and a share of the votes of the hits
 near it (in its topic, and forward across a topic's bound to the next speaker's replies);
-the best full-text hits lead. The weights are the run's `Tuning` (`excerpt_*`).
+the best full-text hits lead. The weights are the run's `Tuning` (`excerpt_*`). A long
+message is shown by its passages most like the question (`nodes.response.passages`).
 """
 
 from __future__ import annotations
