@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bench.corpus import Corpus
-from bench.metrics import Unit
+from bench.metrics import CutLine, Unit
 from core.text import conversation_log, short_time
 from nodes.response.fusion import rrf_scores
 
@@ -54,6 +54,8 @@ class Retrieval:
     answer); None: the method has no such answer."""
     untimed_ms: float = 0.0
     """What `retrieve` spent on more than retrieval (the quotes), left out of its latency."""
+    cut: CutLine | None = None
+    """The line of a message the fill gives by passages (`bench.metrics.part_id`)."""
 
 
 class Method(Protocol):

@@ -32,6 +32,10 @@ GRID: dict[str, dict[str, object]] = {
     "lead_hits=5": {"excerpt_lead_hits": 5},
     "named_speakers=off": {"excerpt_named_speakers": False},
     "long_answers=off": {"excerpt_long_answer_chars": 10**9},
+    "passages=off": {"excerpt_passage_chars": 0},
+    "passage_chars=300": {"excerpt_passage_chars": 300},
+    "passage_chars=1200": {"excerpt_passage_chars": 1200},
+    "passages_in_place": {"excerpt_passages_in_place": True},
 }
 
 

@@ -12,7 +12,8 @@ header and one transcript line per message. Evidence is a list of dia_ids.
   method is compared with the best it could have done with its own units;
 - recall at a budget: the method's context order (`Retrieval.fill`: which message goes
   in next) is cut at the longest prefix whose rendered context stays within the
-  budget; an evidence message counts when its line is in the context.
+  budget; an evidence message counts when its line is in the context (a long message
+  the method shows by passages, `part_id`: when one of its passages is).
 
 The context renders the chosen messages grouped by unit (units in the order they
 were first drawn on, each with its header once, its messages in conversation
@@ -24,12 +25,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages.utils import count_tokens_approximately
 
 BLOCK_SEPARATOR = "\n\n"
+PART = "\x1f"
+"""Between a message id and a passage index in a fill item (`part_id`)."""
+CutLine = Callable[[str, frozenset[int]], str]
+"""A message's line showing only the chosen passages (by index)."""
 
 
 @dataclass(frozen=True)
@@ -63,16 +68,42 @@ def whole_units(units: Sequence[Unit]) -> list[tuple[str, str]]:
     return [(unit.key, message_id) for unit in units for message_id in unit.message_ids]
 
 
-def render(fill: Sequence[tuple[str, str]], units: Mapping[str, Unit], lines: Mapping[str, str]):
-    """The context holding the (unit key, message id) pairs of `fill`, grouped by unit."""
-    chosen: dict[str, set[str]] = {}
-    for key, message_id in fill:
-        chosen.setdefault(key, set()).add(message_id)
+def part_id(message_id: str, index: int) -> str:
+    """The fill's id of a message's passage `index` (a message shown in part)."""
+    return f"{message_id}{PART}{index}"
+
+
+def split_item(item: str) -> tuple[str, int | None]:
+    """(message id, passage index; None: the whole message) of a fill item."""
+    message_id, _, index = item.partition(PART)
+    return message_id, int(index) if index else None
+
+
+def render(
+    fill: Sequence[tuple[str, str]],
+    units: Mapping[str, Unit],
+    lines: Mapping[str, str],
+    cut: CutLine | None = None,
+):
+    """The context holding the (unit key, message id) pairs of `fill`, grouped by unit; a
+    message given by passages (`part_id`) is rendered by `cut` from the ones chosen."""
+    chosen: dict[str, dict[str, set[int] | None]] = {}
+    for key, item in fill:
+        message_id, index = split_item(item)
+        parts = chosen.setdefault(key, {})
+        if index is None:
+            parts[message_id] = None
+        elif parts.get(message_id, set()) is not None:
+            parts.setdefault(message_id, set()).add(index)  # type: ignore[union-attr]
     blocks = []
     for key, ids in chosen.items():
         unit = units[key]
-        body = "\n".join(lines[i] for i in unit.message_ids if i in ids)
-        whole = len(ids) == len(unit.message_ids)
+        body = "\n".join(
+            lines[i] if ids[i] is None or cut is None else cut(i, frozenset(ids[i] or ()))
+            for i in unit.message_ids
+            if i in ids
+        )
+        whole = all(i in ids and ids[i] is None for i in unit.message_ids)
         header = unit.header if whole or unit.excerpt_header is None else unit.excerpt_header
         blocks.append(f"{header}\n{body}" if header else body)
     return BLOCK_SEPARATOR.join(blocks)
@@ -83,22 +114,28 @@ def pack(
     units: Mapping[str, Unit],
     lines: Mapping[str, str],
     budget: int,
+    cut: CutLine | None = None,
 ) -> Packed:
     """The longest prefix of `fill` whose rendered context is within `budget` tokens.
 
-    The context only grows as the prefix does, so a binary search finds the cut.
+    The context only grows as the prefix does, so a search finds the cut: doubling the
+    prefix until it does not fit, then halving the gap (a budget is a small part of a
+    conversation, and the prefixes rendered stay near its size).
     """
-    low, high = 0, len(fill)
+    low, high = 0, 1
+    while high < len(fill) and count_tokens(render(fill[:high], units, lines, cut)) <= budget:
+        low, high = high, high * 2
+    high = min(high, len(fill))
     while low < high:
         middle = (low + high + 1) // 2
-        if count_tokens(render(fill[:middle], units, lines)) <= budget:
+        if count_tokens(render(fill[:middle], units, lines, cut)) <= budget:
             low = middle
         else:
             high = middle - 1
     kept = fill[:low]
     return Packed(
-        message_ids=frozenset(message_id for _, message_id in kept),
-        tokens=count_tokens(render(kept, units, lines)),
+        message_ids=frozenset(split_item(item)[0] for _, item in kept),
+        tokens=count_tokens(render(kept, units, lines, cut)),
         units=len({key for key, _ in kept}),
     )
 

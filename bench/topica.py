@@ -14,7 +14,9 @@ question says, fused, with the hits of speakers the question does not name lendi
 to their neighbours): the ranking the response graph's context assembly cuts recalled
 topics with when they do not fit, over the same topics (`shown_topic_ids`): the
 reranker's selection, and after it every other candidate when the search order made the
-selection (no model chose; `fill_candidates`). A topic shown whole has the header the
+selection (no model chose; `fill_candidates`). A long message comes by its passages most
+like the question (`rank_items`), rendered cut as the context shows it; it counts as in
+the context when one of its passages is. A topic shown whole has the header the
 response graph shows it with (id, date, size, summary); a topic shown in part has the
 short one the response graph shows it with too (`excerpt_header`: id, date).
 """
@@ -25,21 +27,23 @@ import asyncio
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import cache
 
 from langgraph.graph.state import CompiledStateGraph
 
 from bench.baselines import Retrieval
 from bench.corpus import Corpus
-from bench.metrics import Unit
+from bench.metrics import CutLine, Unit, part_id
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.records import parse_timestamp
 from core.state import NO_EVIDENCE, ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import rank_members, ranking_weights
+from nodes.response.excerpts import rank_items, ranking_weights
 from nodes.response.hits import search_queries
 from nodes.response.offline_answer import recall_topics
+from nodes.response.passages import cut_line, passage_scores
 from nodes.response.rerank_selection import shown_topics
 from nodes.response.topic_content import excerpt_header, topic_header
 
@@ -142,6 +146,46 @@ class Topica:
     def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
         return {i: unit.key for unit in self._units.values() for i in unit.message_ids}
 
+    def fill(
+        self, corpus: Corpus, question: str, state: ResponseState
+    ) -> tuple[list[tuple[str, str]], CutLine]:
+        """The shown topics' messages (a long one by passages, `bench.metrics.part_id`) in
+        the order the context takes them (`rank_items`), and the line of one cut."""
+        rows = corpus.rows
+        evidence = state.get("evidence") or NO_EVIDENCE
+        queries = search_queries(question, state.get("query"))
+        items, passages = rank_items(
+            [
+                (i, [rows[corpus.external_of[m]] for m in self._members[i]])
+                for i in shown_topic_ids(state)
+                if i in self._units
+            ],
+            evidence["text_hits"],
+            self._context.tuning.rrf_k,
+            passage_scores(corpus.deps.embedder, queries),
+            vector_lists=evidence["vector_hits"],
+            context=self._context,
+            queries=queries,
+            dated=evidence["dated"],
+        )
+        fill = [
+            (
+                self._units[topic_id].key,
+                corpus.external_of[message_id]
+                if index is None
+                else part_id(corpus.external_of[message_id], index),
+            )
+            for topic_id, message_id, index in items
+            if message_id in corpus.external_of
+        ]
+        by_external = {corpus.external_of[m]: parts for m, parts in passages.items()}
+
+        @cache
+        def cut(message_id: str, chosen: frozenset[int]) -> str:
+            return cut_line(rows[message_id], by_external[message_id], chosen)
+
+        return fill, cut
+
     async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
         assert self._graph is not None, "prepare() first"
         usage = LLMUsage()
@@ -154,27 +198,7 @@ class Topica:
             if shared is not None:
                 shared[question] = state
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
-        fill = None
-        if self.excerpts:
-            rows = corpus.rows
-            order = rank_members(
-                [
-                    (i, [rows[corpus.external_of[m]] for m in self._members[i]])
-                    for i in shown_topic_ids(state)
-                    if i in self._units
-                ],
-                (state.get("evidence") or NO_EVIDENCE)["text_hits"],
-                self._context.tuning.rrf_k,
-                vector_lists=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
-                context=self._context,
-                queries=search_queries(question, state.get("query")),
-                dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
-            )
-            fill = [
-                (self._units[topic_id].key, corpus.external_of[message_id])
-                for topic_id, message_id in order
-                if message_id in corpus.external_of
-            ]
+        fill, cut = self.fill(corpus, question, state) if self.excerpts else (None, None)
         quoted, untimed_ms = None, 0.0
         if self.quotes:
             started = time.perf_counter()
@@ -189,6 +213,7 @@ class Topica:
             fill=fill,
             quoted=quoted,
             untimed_ms=untimed_ms,
+            cut=cut,
             selected=len(state.get("selected_topics") or []),
             llm_calls=usage.calls,
             prompt_tokens=usage.prompt_tokens,

@@ -58,7 +58,14 @@ class Tuning:
     excerpt_neighbour_reach: int
     """How many places from a hit the share goes."""
     excerpt_long_answer_chars: int
-    """An assistant's message longer than this comes after every other recalled one."""
+    """An assistant's message longer than this comes after every other recalled one; a
+    message of any role longer than this is shown by passages (`excerpt_passage_chars`)."""
+    excerpt_passage_chars: int
+    """The most characters of one passage of a long message (`nodes.response.passages`);
+    0: long messages are shown whole."""
+    excerpt_passages_in_place: bool
+    """A long answer's best passage keeps its message's rank (off: after every other
+    recalled message, as the whole answer would be)."""
     excerpt_named_speakers: bool
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""

@@ -28,8 +28,9 @@ MAX_EMBEDDED_CHARS = 30_000
 (split_threshold_chars) plus its summary, and the local encoder's pure-Python
 tokenizer's time grows with the length of the text."""
 
-CACHE_SIZE = 512
-"""Vectors of recent texts kept (about 1 MB)."""
+CACHE_SIZE = 4096
+"""Vectors of recent texts kept (about 8 MB): a turn scores the passages of its recalled
+long messages (`nodes.response.passages`), and the next turn usually recalls them again."""
 
 CACHED_CHARS = 4_000
 """Texts up to this long are kept: messages and queries, which come back within a turn,

@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.ports import Store
+from core.ports import Embedder, Store
 from core.records import FactRow, MessageRow
 from core.state import (
     NO_EVIDENCE,
@@ -44,6 +44,7 @@ from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.hits import search_queries
+from nodes.response.passages import PassageScores, passage_scores
 from nodes.response.rerank_selection import fill_candidates
 from nodes.response.session_summary import SessionView, current_view
 from nodes.response.topic_content import person_description, render_topics_content
@@ -112,6 +113,7 @@ def topics_section(
     queries: Sequence[str] = (),
     dated: Sequence[int] = (),
     more: Sequence[SelectedTopic] = (),
+    scores: PassageScores | None = None,
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
@@ -152,6 +154,7 @@ def topics_section(
             context=context,
             queries=queries,
             dated=dated,
+            scores=scores,
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
@@ -234,8 +237,11 @@ def recalled_sections(
     state: ResponseState,
     core_ids: set[int],
     context: ResponseContext,
+    embedder: Embedder | None = None,
 ) -> list[tuple[str, Layer]]:
-    """Layers 4-6: what the reranker chose and the relevant facts, as (name, layer)."""
+    """Layers 4-6: what the reranker chose and the relevant facts, as (name, layer);
+    with `embedder`, long messages are shown by their passages most like the queries."""
+    queries = search_queries(state["text"], state.get("query"))
     return [
         (
             "topics",
@@ -248,9 +254,10 @@ def recalled_sections(
                 context.tuning.rrf_k,
                 vector_hits=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
                 context=context,
-                queries=search_queries(state["text"], state.get("query")),
+                queries=queries,
                 dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
                 more=fill_candidates(state),
+                scores=passage_scores(embedder, queries) if embedder is not None else None,
             ),
         ),
         (
@@ -298,7 +305,13 @@ def make_assemble(deps: Deps):
         system, core_used = system_prompt(core_facts, context)
         sections = await session_sections(state, context, view)
         sections += await asyncio.to_thread(
-            recalled_sections, store, user_id, state, {f["id"] for f in core_facts}, context
+            recalled_sections,
+            store,
+            user_id,
+            state,
+            {f["id"] for f in core_facts},
+            context,
+            deps.embedder,
         )
         included = {name: layer for name, layer in sections if layer.text}
         layers = {

@@ -3,7 +3,8 @@
 Every message is scored by Reciprocal Rank Fusion of its topic's rank, its ranks in the
 turn's full-text, vector and dated message lists, and a share of the votes of the hits
 near it (in its topic, and forward across a topic's bound to the next speaker's replies);
-the best full-text hits lead. The weights are the run's `Tuning` (`excerpt_*`).
+the best full-text hits lead. The weights are the run's `Tuning` (`excerpt_*`). A long
+message is shown by its passages most like the question (`nodes.response.passages`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from core.ports import Store
 from core.records import Member, MessageRow
 from core.text import transcript
 from core.tuning import packaged_tuning
+from nodes.response.passages import (
+    CUT,
+    Item,
+    PassageScores,
+    cut_line,
+    long_messages,
+    passage_order,
+)
 from nodes.response.speakers import unnamed_authors
 from nodes.response.topic_content import excerpt_header, topic_header
 from nodes.shared.clock import ends_sitting
@@ -216,11 +225,16 @@ def rank_members(
     context: ResponseContext | None = None,
     queries: Sequence[str] = (),
     dated: Sequence[int] = (),
+    cut: Collection[int] = frozenset(),
 ) -> list[tuple[int, int]]:
     """`rank_topic_messages` over topics given with their messages, under `context`'s
     weights, with the authors `queries` leave out (`left_out`): the order the context's
-    excerpts and the memory-only answer's quotes take messages in."""
+    excerpts and the memory-only answer's quotes take messages in. A long answer among
+    `cut` (shown by passages) keeps its rank when `excerpt_passages_in_place` says so."""
     rows = {m["id"]: Member.of(m) for _, messages in members for m in messages}
+    answers = long_answers([m for _, messages in members for m in messages], context)
+    if (context.tuning if context is not None else packaged_tuning()).excerpt_passages_in_place:
+        answers = answers - frozenset(cut)
     return rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         hit_lists,
@@ -229,8 +243,30 @@ def rank_members(
         dated=dated,
         **speaker_rules(context, queries, list(rows.values())),
         **ranking_weights(context),
-        answers=long_answers([m for _, messages in members for m in messages], context),
+        answers=answers,
     )
+
+
+def rank_items(
+    members: Sequence[tuple[int, Sequence[MessageRow]]],
+    hit_lists: Sequence[Sequence[int]],
+    k: int,
+    scores: PassageScores | None,
+    **ranking: Any,
+) -> tuple[list[Item], dict[int, list[str]]]:
+    """`rank_members`' order with long messages shown by passages (`passage_order`, their
+    passages scored by `scores`; None: every message whole), and those passages."""
+    tuning = (ranking.get("context") or ResponseContext(user_id=0)).tuning
+    rows = {m["id"]: m for _, messages in members for m in messages}
+    passages = (
+        long_messages(rows, tuning.excerpt_long_answer_chars, tuning.excerpt_passage_chars)
+        if scores is not None
+        else {}
+    )
+    ranked = rank_members(members, hit_lists, k, cut=frozenset(passages), **ranking)
+    if not passages or scores is None:
+        return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
+    return passage_order(ranked, passages, scores), passages
 
 
 def relevant_excerpts(
@@ -246,6 +282,7 @@ def relevant_excerpts(
     context: ResponseContext | None = None,
     queries: Sequence[str] = (),
     dated: Sequence[int] = (),
+    scores: PassageScores | None = None,
 ) -> tuple[list[int], dict[int, str]]:
     """The user's topics among `topic_ids` cut to their most relevant messages.
 
@@ -255,48 +292,97 @@ def relevant_excerpts(
     other users' topics (and unknown ids) are skipped. `context` gives the ranking's
     weights (`excerpt_*`; None: the defaults); `queries` (the turn's) say whose messages
     the question is about (`unnamed_authors`); `dated` are the messages written when it
-    says (the search's `evidence["dated"]`).
+    says (the search's `evidence["dated"]`); `scores` rank the passages of long messages,
+    which are then shown by their relevant passages (`nodes.response.passages`; None:
+    every message whole).
     """
     given = dict(given or {})
     topics = store.topics.by_ids(user_id, list(dict.fromkeys(topic_ids)))
-    header_chars = {topic["id"]: len(excerpt_header(topic)) + BLOCK_CHARS for topic in topics}
-    whole_header_chars = {topic["id"]: len(topic_header(topic)) + BLOCK_CHARS for topic in topics}
+    headers = {
+        topic["id"]: (len(excerpt_header(topic)), len(topic_header(topic))) for topic in topics
+    }
     members: list[tuple[int, list[MessageRow]]] = []
     used = 0
-    for topic_id in header_chars:
+    for topic_id in headers:
         if topic_id in given:
-            used += header_chars[topic_id] + len(given[topic_id])
+            used += headers[topic_id][0] + BLOCK_CHARS + len(given[topic_id])
         else:
             members.append((topic_id, store.messages.of_topic(user_id, topic_id)))
-    lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
-    ranked = rank_members(
+    items, passages = rank_items(
         members,
         hit_lists,
         k,
+        scores,
         vector_lists=vector_lists,
         context=context,
         queries=queries,
         dated=dated,
     )
-    sizes = {topic_id: len(messages) for topic_id, messages in members}
-    kept: dict[int, set[int]] = defaultdict(set)
-    for topic_id, message_id in ranked:
-        cost = len(lines[message_id]) + 1
-        shown_before = len(kept.get(topic_id, ()))
-        if not shown_before:
-            cost += header_chars[topic_id]
-        if shown_before + 1 == sizes[topic_id]:  # the topic becomes whole: its full header
-            cost += whole_header_chars[topic_id] - header_chars[topic_id]
-        if used + cost > max_chars:
-            continue  # a shorter message further down may still fit
-        kept[topic_id].add(message_id)
-        used += cost
+    fitted = Fitting(members, passages, headers, used)
+    for item in items:
+        fitted.add(item, max_chars)
     excerpts = dict(given)
     for topic_id, messages in members:
-        chosen = kept.get(topic_id)
-        if chosen and len(chosen) < len(messages):
-            excerpts[topic_id] = "\n".join(
-                lines[message["id"]] for message in messages if message["id"] in chosen
-            )
-    shown = [t for t in header_chars if t in given or kept.get(t)]
-    return shown, excerpts
+        shown = [m for m in messages if fitted.line(m) is not None]
+        if shown and len(fitted.whole[topic_id]) < len(messages):
+            excerpts[topic_id] = "\n".join(fitted.line(m) or "" for m in shown)
+    kept = [t for t in headers if t in given or t in fitted.opened]
+    return kept, excerpts
+
+
+class Fitting:
+    """What of the ranked items fits a budget of characters (`relevant_excerpts`): a topic
+    costs its short header when first shown and its full one when it becomes whole; a
+    message costs its line, a passage its text (and the line's label, for a message's
+    first). An item that does not fit is skipped: a shorter one further down may."""
+
+    def __init__(
+        self,
+        members: Sequence[tuple[int, Sequence[MessageRow]]],
+        passages: Mapping[int, Sequence[str]],
+        headers: Mapping[int, tuple[int, int]],
+        used: int,
+    ) -> None:
+        self.rows = {m["id"]: m for _, messages in members for m in messages}
+        self.lines = {i: transcript([m]) for i, m in self.rows.items()}
+        self.sizes = {topic_id: len(messages) for topic_id, messages in members}
+        self.passages = passages
+        self.headers = headers
+        self.used = used
+        self.whole: dict[int, set[int]] = defaultdict(set)
+        self.parts: dict[int, set[int]] = defaultdict(set)
+        self.opened: set[int] = set()
+        self.complete: set[int] = set()
+
+    def add(self, item: Item, max_chars: int) -> None:
+        topic_id, message_id, index = item
+        if index is None:
+            cost, completes = len(self.lines[message_id]) + 1, True
+        else:
+            label = len(self.lines[message_id]) - len(self.rows[message_id]["content"])
+            cost = len(self.passages[message_id][index]) + 2 * len(CUT) + 2
+            cost += 0 if self.parts[message_id] else label + 1
+            completes = len(self.parts[message_id]) + 1 == len(self.passages[message_id])
+        short, full = self.headers[topic_id]
+        if topic_id not in self.opened:
+            cost += short + BLOCK_CHARS
+        if completes and len(self.whole[topic_id]) + 1 == self.sizes[topic_id]:
+            cost += full - short  # the topic becomes whole: its full header
+        if self.used + cost > max_chars:
+            return
+        self.used += cost
+        self.opened.add(topic_id)
+        if index is not None:
+            self.parts[message_id].add(index)
+        if completes:
+            self.whole[topic_id].add(message_id)
+            self.complete.add(message_id)
+
+    def line(self, message: MessageRow) -> str | None:
+        """The message's line as shown (in part: its chosen passages), None if not shown."""
+        message_id = message["id"]
+        if message_id in self.complete:
+            return self.lines[message_id]
+        if self.parts.get(message_id):
+            return cut_line(message, self.passages[message_id], self.parts[message_id])
+        return None

@@ -11,6 +11,7 @@ from core.deps import Deps
 from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
+from nodes.response.passages import CUT, passage_scores
 from nodes.response.search import hybrid_search
 from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import tokens
@@ -211,3 +212,47 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
     shown = layers["topics"].text
     assert tokens(shown) <= 150
     assert "sunset painting" in shown and "mural" not in shown and "harbour" not in shown
+
+
+LISBON_ANSWER = "\n".join(
+    [
+        "Lisbon in spring is mild, so pack a light jacket and comfortable shoes for the hills.",
+        "For food, try pastel de nata at the bakeries in the old town and grilled sardines.",
+        "The Belem Tower opens at ten in the morning; go early, the queue grows by noon.",
+        "Public transport is cheap: a rechargeable card covers the metro, buses and ferries.",
+        "In the evening the viewpoints over the river are the best place to watch the sunset.",
+        "If you have a spare day, Sintra's palaces are forty minutes away by train.",
+    ]
+    * 3
+)
+
+
+async def test_a_long_answer_that_does_not_fit_gives_its_relevant_passage(deps: Deps) -> None:
+    """The context gets the passage of a long answer that answers the question, marked as
+    cut, where the whole answer does not fit; without passages it gets nothing of it."""
+    rows = deps.indexer.store_messages(
+        USER, new_messages(["I am going to Lisbon in April, any tips?", LISBON_ANSWER])
+    )
+    (topic,) = deps.store.topics.save(USER, [("Lisbon trip", [row["id"] for row in rows])])
+    question = "What time does the Belem Tower open?"
+    context = ResponseContext(user_id=USER)
+    scores = passage_scores(deps.embedder, [question])
+    room = 700
+    assert len(LISBON_ANSWER) > context.tuning.excerpt_long_answer_chars > room
+    shown, excerpts = relevant_excerpts(
+        deps.store, USER, [topic["id"]], [], room, 60, context=context, scores=scores
+    )
+    text = render_topics_content(deps.store, USER, shown, excerpts=excerpts)
+    assert len(text) <= room
+    assert "The Belem Tower opens at ten" in excerpts[topic["id"]]
+    assert f"{CUT} The Belem" in excerpts[topic["id"]]
+    assert "pack a light jacket" not in excerpts[topic["id"]]
+    shown, excerpts = relevant_excerpts(
+        deps.store, USER, [topic["id"]], [], room, 60, context=context
+    )
+    assert "Belem" not in "".join(excerpts.values())
+    for room in range(60, 5000, 37):
+        shown, excerpts = relevant_excerpts(
+            deps.store, USER, [topic["id"]], [], room, 60, context=context, scores=scores
+        )
+        assert len(render_topics_content(deps.store, USER, shown, excerpts=excerpts)) <= room
