@@ -29,6 +29,8 @@ from stores.relational.rows import (
     stored_ids,
 )
 
+IDS_PER_READ = 10_000
+
 
 class MessageRepository(Repository):
     def add(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
@@ -128,15 +130,18 @@ class MessageRepository(Repository):
         return [MessageEditRow(**plain_row(row)) for row in rows]
 
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[MessageRow]:
+        """The user's messages among `ids`, in conversation order. Read `IDS_PER_READ` at
+        a time: an import stores a hundred thousand at once, more than one statement may
+        bind (SQLite builds allow 32,766 values or more, PostgreSQL 65,535)."""
         ids = stored_ids(ids)
-        if not ids:
-            return []
-        rows = self._db.rows(
-            f"SELECT * FROM messages WHERE +user_id = ? AND id IN ({placeholders(ids)}) "
-            "ORDER BY seq",
-            (user_id, *ids),
-        )
-        return [message_row(row) for row in rows]
+        rows = []
+        for start in range(0, len(ids), IDS_PER_READ):
+            part = ids[start : start + IDS_PER_READ]
+            rows += self._db.rows(
+                f"SELECT * FROM messages WHERE +user_id = ? AND id IN ({placeholders(part)})",
+                (user_id, *part),
+            )
+        return sorted((message_row(row) for row in rows), key=lambda row: row["seq"])
 
     def by_external_id(self, user_id: int, external_id: str) -> MessageRow | None:
         """The user's message stored under `external_id` (its file or Telegram id), if any."""
