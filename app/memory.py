@@ -73,8 +73,8 @@ async def _archive(
     results: list[MemoryState] = []
     archiving = None
     if progress is not None:
-        waiting = await asyncio.to_thread(deps.store.messages.unarchived, user_id)
-        archiving = progress.task("archiving", total=len(waiting), unit="messages")
+        waiting = await asyncio.to_thread(deps.store.messages.unarchived_count, user_id)
+        archiving = progress.task("archiving", total=waiting, unit="messages")
 
     def finished(state: MemoryState) -> None:
         results.append(state)
@@ -157,14 +157,14 @@ async def ingest(
     storing = progress.task("storing and indexing", len(messages), "messages") if progress else None
     # Stored first, whatever else runs; indexed and archived once no other memory run of
     # this user (another ingest, the bot's worker) is going on.
-    new_rows = await asyncio.to_thread(deps.store.messages.add, user_id, list(messages))
-    counter = StoringProgress(storing, len(messages), len(new_rows))
+    new_count = len(await asyncio.to_thread(deps.store.messages.add, user_id, list(messages)))
+    counter = StoringProgress(storing, len(messages), new_count)
     async with deps.run_lock.hold(user_id):
         await asyncio.to_thread(deps.indexer.index, user_id, "messages", on_batch=counter.indexed)
         counter.done()
         chunks = await _archive(deps, user_id, True, checkpointer, None, progress)
     file_ids = [message["external_id"] for message in messages]
-    return await asyncio.to_thread(archive_report, deps, user_id, file_ids, len(new_rows), chunks)
+    return await asyncio.to_thread(archive_report, deps, user_id, file_ids, new_count, chunks)
 
 
 @traced("archive_command")

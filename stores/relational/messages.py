@@ -183,6 +183,15 @@ class MessageRepository(Repository):
             params.append(limit)
         return [message_row(row) for row in self._db.rows(sql, params)]
 
+    def unarchived_count(self, user_id: int) -> int:
+        """How many of the user's conversation messages wait for a topic (`unarchived`
+        without reading them)."""
+        return self._db.rows(
+            "SELECT COUNT(*) FROM messages WHERE user_id = ? AND topic_id IS NULL "
+            f"AND kind = '{MEMORY_KIND}'",
+            (user_id,),
+        )[0][0]
+
     def users_with_unarchived(self) -> list[tuple[int, int, float]]:
         """(user id, unarchived count, time of the newest unarchived message) per user."""
         rows = self._db.rows(
