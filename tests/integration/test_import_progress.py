@@ -5,6 +5,9 @@ messages' vectors from the index instead of embedding the chunk again."""
 from __future__ import annotations
 
 import io
+import threading
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -12,7 +15,11 @@ from rich.console import Console
 from app.memory import ingest
 from core.deps import Deps
 from core.progress import ProgressBoard
+from core.tuning import BUNDLED_EMBEDDER
+from stores.embedders import CACHE_SIZE, Embedder
 from stores.indexing import BATCH
+from stores.sentence_encoder import UniversalSentenceEncoderEmbeddings
+from tests.support.services import local_deps
 
 WORDS = ["поезд", "билеты", "Казань", "train", "tickets", "meeting", "coffee", "отчёт"]
 
@@ -21,16 +28,39 @@ def contents(count: int) -> list[str]:
     return [f"{WORDS[i % len(WORDS)]} {WORDS[(i * 3) % len(WORDS)]} {i}" for i in range(count)]
 
 
+class CountingEncoder(UniversalSentenceEncoderEmbeddings):
+    """The real encoder, counting every text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: Counter[str] = Counter()
+        self._counting = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._counting:
+            self.texts.update(texts)
+        return super().embed_documents(texts)
+
+
 async def test_storing_and_indexing_reports_each_batch_then_the_total(
-    deps: Deps, make_messages
+    tmp_path: Path, store_engine: str, make_messages
 ) -> None:
-    messages = make_messages(contents(BATCH * 2 + 10))
+    # More messages than the embedder's cache holds, so a second embedding of a chunk's
+    # messages would reach the encoder again.
+    messages = make_messages(contents(max(BATCH * 2, CACHE_SIZE) + 88))
+    encoder = CountingEncoder()
+    deps = local_deps(tmp_path / "data", Embedder(encoder, name=BUNDLED_EMBEDDER))
     sink = io.StringIO()
     board = ProgressBoard(Console(file=sink, force_terminal=False, width=200), interval_s=0)
-
-    report = await ingest(deps, messages, user_id=1, progress=board)
+    try:
+        report = await ingest(deps, messages, user_id=1, progress=board)
+    finally:
+        deps.close()
 
     assert report["new_messages"] == len(messages) and report["uncovered"] == []
+    assert {encoder.texts[message["content"]] for message in messages} == {1}, (
+        "each message embedded once: the splitter reads the index's vectors"
+    )
     storing = [line for line in sink.getvalue().splitlines() if line.startswith("stor")]
     total = len(messages)
     assert any(
