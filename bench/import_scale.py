@@ -1,9 +1,12 @@
 """Importing a large Telegram export: time and peak memory of reading it (streamed,
-beside `json.load` of the same file), and the whole import's throughput.
+beside `json.load` of the same file), and the whole import's throughput, step by step.
 
-    python -m bench.import_scale --messages 100000 --archive 2000
+    python -m bench.import_scale --messages 100000 --archive 10000
+    python -m bench.import_scale --import-only --archive 2000
 
-Each figure comes from a fresh process (its own peak RSS). The export is generated
+`--archive` messages are imported whole (read, store and index, memory graph with no
+model), with each step's messages/s, the CPU seconds and the load average beside the
+wall time. Each figure comes from a fresh process (its own peak RSS). The export is generated
 (Russian and English lines, entity lists, media, service messages) and written as a
 stream, so the generator itself never holds it.
 """
