@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -18,7 +19,7 @@ from app.views import topic_view
 from core.context import MemoryContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
-from core.progress import ProgressBoard
+from core.progress import ProgressBoard, ProgressTask
 from core.records import MEMORY_KIND, NewMessage
 from core.state import MemoryState
 from core.tracing import run_config, traced, user_key
@@ -72,8 +73,8 @@ async def _archive(
     results: list[MemoryState] = []
     archiving = None
     if progress is not None:
-        waiting = await asyncio.to_thread(deps.store.messages.unarchived, user_id)
-        archiving = progress.task("archiving", total=len(waiting), unit="messages")
+        waiting = await asyncio.to_thread(deps.store.messages.unarchived_count, user_id)
+        archiving = progress.task("archiving", total=waiting, unit="messages")
 
     def finished(state: MemoryState) -> None:
         results.append(state)
@@ -111,6 +112,37 @@ async def _archive(
     return results
 
 
+@dataclass
+class StoringProgress:
+    """`ingest`'s first task, counted in messages: those stored before (nothing to do)
+    at once, the new ones as the indexer takes each batch of them off its queue; the
+    description says how many were new, and "stored and indexed" once all are done."""
+
+    task: ProgressTask | None
+    total: int
+    new: int
+    left: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.left = self.new
+        self._advance(0, already_stored=self.total - self.new)
+
+    def indexed(self, count: int) -> None:
+        """`count` queued messages indexed (the queue may hold older ones too)."""
+        self._advance(min(count, self.left))
+
+    def done(self) -> None:
+        if self.left:
+            self._advance(self.left)
+
+    def _advance(self, indexed: int, already_stored: int = 0) -> None:
+        self.left -= indexed
+        if self.task is None:
+            return
+        doing = "stored and indexed" if not self.left else "storing and indexing"
+        self.task.update(description=f"{doing} ({self.new} new)", advance=indexed + already_stored)
+
+
 @traced("ingest")
 async def ingest(
     deps: Deps,
@@ -125,15 +157,14 @@ async def ingest(
     storing = progress.task("storing and indexing", len(messages), "messages") if progress else None
     # Stored first, whatever else runs; indexed and archived once no other memory run of
     # this user (another ingest, the bot's worker) is going on.
-    new_rows = await asyncio.to_thread(deps.store.messages.add, user_id, list(messages))
+    new_count = len(await asyncio.to_thread(deps.store.messages.add, user_id, list(messages)))
+    counter = StoringProgress(storing, len(messages), new_count)
     async with deps.run_lock.hold(user_id):
-        await asyncio.to_thread(deps.indexer.index, user_id, "messages")
-        if storing is not None:
-            storing.update(description=f"stored and indexed ({len(new_rows)} new)")
-            storing.advance(len(messages))
+        await asyncio.to_thread(deps.indexer.index, user_id, "messages", on_batch=counter.indexed)
+        counter.done()
         chunks = await _archive(deps, user_id, True, checkpointer, None, progress)
     file_ids = [message["external_id"] for message in messages]
-    return await asyncio.to_thread(archive_report, deps, user_id, file_ids, len(new_rows), chunks)
+    return await asyncio.to_thread(archive_report, deps, user_id, file_ids, new_count, chunks)
 
 
 @traced("archive_command")

@@ -77,8 +77,12 @@ class ProgressTask:
         self.board.progress.advance(self.id, steps)
         self.board.report(self)
 
-    def update(self, *, description: str | None = None, total: float | None = None) -> None:
-        changes: dict = {}
+    def update(
+        self, *, description: str | None = None, total: float | None = None, advance: float = 0
+    ) -> None:
+        """Change the description or total, and advance by `advance` in the same step (one
+        line: the count never shows beside the description it does not belong to)."""
+        changes: dict = {"advance": advance} if advance else {}
         if description is not None:
             changes["description"] = description
         if total is not None:

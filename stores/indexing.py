@@ -16,13 +16,16 @@ reaches past what it shows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, Embedder, Store, VectorIndex, VectorKind
 from core.records import MEMORY_KIND, MessageRow, NewMessage, TopicRow
 from core.text import person_text, topic_embedding_text
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BATCH = 256
 
@@ -104,17 +107,42 @@ class Indexer:
         user_id: int,
         kind: VectorKind,
         vectors: Mapping[int, Sequence[float]] | None = None,
+        *,
+        on_batch: Callable[[int], None] | None = None,
     ) -> int:
         """Index the user's queued records of `kind`; returns how many were upserted.
 
         `vectors` are precomputed vectors by record id (a topic embedded by the memory
-        graph); other records are embedded here. Raises `VectorStoreUnavailable` when
+        graph); other records are embedded here. `on_batch` is told how many queued
+        records each batch took off the queue. Raises `VectorStoreUnavailable` when
         the vector store is down; the queue then keeps what is left.
         """
         total = 0
         while pending := self.store.vector_queue.pending(user_id, kind, BATCH):
             total += self._index_batch(user_id, kind, pending, vectors or {})
+            if on_batch is not None:
+                on_batch(len(pending))
         return total
+
+    def message_vectors(self, user_id: int, messages: Sequence[MessageRow]) -> np.ndarray:
+        """Unit vectors of the user's conversation `messages`, one row each, in order: the
+        index's own where it holds one that is current, the rest embedded here (those
+        still queued: new, or edited since; all of them while the vector store is down).
+        The index holds what this embedder made of the same text, so the rows are the
+        ones embedding every message again would give."""
+        import numpy as np
+
+        ids = [message["id"] for message in messages]
+        try:
+            stored = self.vectors.vectors("messages", user_id, ids)
+        except VectorStoreUnavailable:
+            stored = {}
+        for record_id in self.store.vector_queue.pending_among(user_id, "messages", ids):
+            stored.pop(record_id, None)
+        missing = [message["content"] for message in messages if message["id"] not in stored]
+        encoded = iter(self.embedder.encode(missing) if missing else [])
+        rows = [stored[i] if i in stored else next(encoded) for i in ids]
+        return np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, 0))
 
     def reindex(self, user_id: int) -> dict[str, int]:
         """Rebuild the user's vectors from the relational store: each kind's collection (of

@@ -68,9 +68,12 @@ class _Stage:
     def advance(self, steps: float = 1) -> None:
         self.done += steps
 
-    def update(self, *, description: str | None = None, total: float | None = None) -> None:
+    def update(
+        self, *, description: str | None = None, total: float | None = None, advance: float = 0
+    ) -> None:
         self.description = description or self.description
         self.total = total if total is not None else self.total
+        self.done += advance
 
     def finish(self, *, remove: bool = False) -> None:
         if self.total is not None:

@@ -84,11 +84,12 @@ def make_split(deps: Deps):
 def make_segment(deps: Deps):
     async def segment(state: MemoryState, runtime: Runtime[MemoryContext]) -> dict:
         """Sitting by sitting: a chunk holds as many as fit, and the non-LLM splitter's
-        measures (the depth of a dip against all of the text's dips) belong to one."""
+        measures (the depth of a dip against all of the text's dips) belong to one. The
+        messages' vectors come from the index, which every memory run brings up to date
+        first, so a chunk is not embedded twice."""
         chunk = state["chunk"]
-        vectors = await asyncio.to_thread(
-            deps.embedder.encode, [message["content"] for message in chunk]
-        )
+        user_id = runtime.context.user_id
+        vectors = await asyncio.to_thread(deps.indexer.message_vectors, user_id, chunk)
         proposals = []
         start = 0
         for sitting in chunk_sittings(chunk, runtime.context):

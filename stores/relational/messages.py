@@ -29,6 +29,8 @@ from stores.relational.rows import (
     stored_ids,
 )
 
+IDS_PER_READ = 10_000
+
 
 class MessageRepository(Repository):
     def add(self, user_id: int, messages: Sequence[NewMessage]) -> list[MessageRow]:
@@ -128,13 +130,18 @@ class MessageRepository(Repository):
         return [MessageEditRow(**plain_row(row)) for row in rows]
 
     def by_ids(self, user_id: int, ids: Sequence[int]) -> list[MessageRow]:
-        rows = self._db.rows_in(
-            "SELECT * FROM messages WHERE +user_id = ? AND id IN",
-            user_id,
-            stored_ids(ids),
-            "ORDER BY seq",
-        )
-        return [message_row(row) for row in rows]
+        """The user's messages among `ids`, in conversation order. Read `IDS_PER_READ` at
+        a time: an import stores a hundred thousand at once, more than one statement may
+        bind (SQLite builds allow 32,766 values or more, PostgreSQL 65,535)."""
+        ids = stored_ids(ids)
+        rows = []
+        for start in range(0, len(ids), IDS_PER_READ):
+            rows += self._db.rows_in(
+                "SELECT * FROM messages WHERE +user_id = ? AND id IN",
+                user_id,
+                ids[start : start + IDS_PER_READ],
+            )
+        return sorted((message_row(row) for row in rows), key=lambda row: row["seq"])
 
     def by_external_id(self, user_id: int, external_id: str) -> MessageRow | None:
         """The user's message stored under `external_id` (its file or Telegram id), if any."""
@@ -187,6 +194,15 @@ class MessageRepository(Repository):
             sql += " LIMIT ?"
             params.append(limit)
         return [message_row(row) for row in self._db.rows(sql, params)]
+
+    def unarchived_count(self, user_id: int) -> int:
+        """How many of the user's conversation messages wait for a topic (`unarchived`
+        without reading them)."""
+        return self._db.rows(
+            "SELECT COUNT(*) FROM messages WHERE user_id = ? AND topic_id IS NULL "
+            f"AND kind = '{MEMORY_KIND}'",
+            (user_id,),
+        )[0][0]
 
     def users_with_unarchived(self) -> list[tuple[int, int, float]]:
         """(user id, unarchived count, time of the newest unarchived message) per user."""

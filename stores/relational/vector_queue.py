@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from core.records import MEMORY_KIND
 from stores.relational.database import Repository
-from stores.relational.rows import mark_pending
+from stores.relational.rows import mark_pending, placeholders, stored_ids
 
 
 class VectorQueue(Repository):
@@ -19,6 +19,19 @@ class VectorQueue(Repository):
             (user_id, kind, limit),
         )
         return [row[0] for row in rows]
+
+    def pending_among(self, user_id: int, kind: str, ids: Sequence[int]) -> set[int]:
+        """Those of `ids` that wait in the user's queue of `kind` (their vector is missing
+        from the index, or older than the record)."""
+        ids = stored_ids(ids)
+        if not ids:
+            return set()
+        rows = self._db.rows(
+            "SELECT record_id FROM vector_pending WHERE user_id = ? AND kind = ? "
+            f"AND record_id IN ({placeholders(ids)})",
+            (user_id, kind, *ids),
+        )
+        return {row[0] for row in rows}
 
     def clear(self, user_id: int, kind: str, ids: Sequence[int]) -> None:
         self._db.write_for_ids(

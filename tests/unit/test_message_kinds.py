@@ -55,6 +55,7 @@ def test_only_conversation_waits_for_archiving_is_searched_and_queued_for_vector
 
     assert ids(store.messages.unarchived(1)) == ids(conversation)
     assert store.messages.users_with_unarchived()[0][1] == 2
+    assert store.messages.unarchived_count(1) == 2 and store.messages.unarchived_count(2) == 0
     hits = [i for i, _ in store.messages.search(1, "vet", 10)]
     assert hits == [conversation[0]["id"]]
     assert answer[0]["id"] not in store.vector_queue.pending(1, "messages", 100)

@@ -146,6 +146,17 @@ def test_messages_already_stored_are_skipped_by_external_id(store: RelationalSto
     assert ids(store.messages.all_of(1))[:2] == ids(first)
 
 
+def test_messages_by_more_ids_than_one_statement_binds_come_in_order(
+    store: RelationalStore, make_messages
+):
+    stored = store.messages.add(1, make_messages(["one", "two", "three"]))
+    unknown = range(10**9, 10**9 + 300_000)  # past SQLite's 250,000 and PostgreSQL's 65,535
+    asked = [stored[2]["id"], *unknown, stored[0]["id"], stored[1]["id"]]
+
+    assert ids(store.messages.by_ids(1, asked)) == ids(stored)
+    assert store.messages.by_ids(2, asked) == []
+
+
 def test_the_same_external_id_belongs_to_each_user_separately(
     store: RelationalStore, make_messages
 ):
