@@ -16,10 +16,13 @@ from app.memory import ingest
 from core.deps import Deps
 from core.progress import ProgressBoard
 from core.tuning import BUNDLED_EMBEDDER
-from stores.embedders import CACHE_SIZE, Embedder
+from stores import embedders
+from stores.embedders import Embedder
 from stores.indexing import BATCH
 from stores.sentence_encoder import UniversalSentenceEncoderEmbeddings
 from tests.support.services import local_deps
+
+SMALL_CACHE = 512
 
 WORDS = ["поезд", "билеты", "Казань", "train", "tickets", "meeting", "coffee", "отчёт"]
 
@@ -43,11 +46,12 @@ class CountingEncoder(UniversalSentenceEncoderEmbeddings):
 
 
 async def test_storing_and_indexing_reports_each_batch_then_the_total(
-    tmp_path: Path, store_engine: str, make_messages
+    tmp_path: Path, store_engine: str, make_messages, monkeypatch
 ) -> None:
     # More messages than the embedder's cache holds, so a second embedding of a chunk's
-    # messages would reach the encoder again.
-    messages = make_messages(contents(max(BATCH * 2, CACHE_SIZE) + 88))
+    # messages would reach the encoder again (a smaller cache keeps the import short).
+    monkeypatch.setattr(embedders, "CACHE_SIZE", SMALL_CACHE)
+    messages = make_messages(contents(max(BATCH * 2, SMALL_CACHE) + 88))
     encoder = CountingEncoder()
     deps = local_deps(tmp_path / "data", Embedder(encoder, name=BUNDLED_EMBEDDER))
     sink = io.StringIO()
