@@ -51,18 +51,21 @@ def variants() -> list[Topica]:
     ]
 
 
-def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
+def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -> dict[str, Any]:
     """Per held-out conversation: the variant best on the others, and its recall there.
 
     `conversations` are the results' per-conversation summaries (with the `cv:` methods).
     Recall on the others is question-weighted (micro), like the overall figures; ties go
     to the grid's order (the defaults first). `pooled` is each variant's recall over all
     the conversations (what another benchmark's choice is scored with, the transfer view).
+    Recall is at the run's budget, or at `budget` (one of the run's budgets) when given.
     """
 
     def recall(sample: str, label: str) -> tuple[float, int]:
         metrics = conversations[sample]["methods"][PREFIX + label]
-        return metrics["recall_all_at_budget"], metrics["questions"]
+        if budget is None:
+            return metrics["recall_all_at_budget"], metrics["questions"]
+        return metrics["recall_all_by_budget"][str(budget)], metrics["questions"]
 
     def pooled_recall(samples: list[str], label: str) -> float:
         pairs = [recall(sample, label) for sample in samples]
@@ -118,8 +121,13 @@ def transfer(chosen_on: Mapping[str, Any], scored_on: Mapping[str, Any]) -> dict
 
 
 def split_off(result: dict[str, Any]) -> None:
-    """Moves the variants out of the result's method tables into `cross_validation`."""
+    """Moves the variants out of the result's method tables into `cross_validation`, with
+    the view at each of the run's budgets in `cross_validation.by_budget`."""
     result["cross_validation"] = leave_one_out(result["conversations"])
+    result["cross_validation"]["by_budget"] = {
+        str(budget): leave_one_out(result["conversations"], budget)
+        for budget in result.get("budgets", ())
+    }
     result["methods"] = {
         name: m for name, m in result["methods"].items() if not name.startswith(PREFIX)
     }
