@@ -57,7 +57,8 @@ def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -
     `conversations` are the results' per-conversation summaries (with the `cv:` methods).
     Recall on the others is question-weighted (micro), like the overall figures; ties go
     to the grid's order (the defaults first). `pooled` is each variant's recall over all
-    the conversations (what another benchmark's choice is scored with, the transfer view).
+    the conversations (what another benchmark's choice is scored with, the transfer view),
+    `by_conversation` each variant's recall on each (to pool runs split by conversation).
     Recall is at the run's budget, or at `budget` (one of the run's budgets) when given.
     """
 
@@ -97,6 +98,9 @@ def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -
     return {
         "grid": {label: dict(overrides) for label, overrides in GRID.items()},
         "pooled": {label: pooled_recall(everyone, label) for label in GRID},
+        "by_conversation": {
+            sample: {label: recall(sample, label)[0] for label in GRID} for sample in everyone
+        },
         "folds": folds,
         "leave_one_out": weighted("held_out"),
         "defaults": weighted("defaults_held_out"),

@@ -87,6 +87,8 @@ def test_the_view_at_each_budget_chooses_on_that_budgets_recall() -> None:
     assert low["leave_one_out"] == pytest.approx((0.4 + 0.3) / 2)
     assert low["defaults"] == pytest.approx((0.2 + 0.1) / 2)
     assert low["pooled"]["vector_lead=1"] == pytest.approx(low["leave_one_out"])
+    assert low["by_conversation"]["a"]["vector_lead=1"] == pytest.approx(0.4)
+    assert low["by_conversation"]["b"]["defaults"] == pytest.approx(0.1)
 
 
 def test_the_transfer_view_scores_one_benchmarks_choice_on_the_other() -> None:
