@@ -30,6 +30,9 @@ GRID: dict[str, dict[str, object]] = {
     "neighbour_hits=50": {"excerpt_neighbour_hits": 50},
     "lead_hits=0": {"excerpt_lead_hits": 0},
     "lead_hits=5": {"excerpt_lead_hits": 5},
+    "vector_lead=1": {"excerpt_vector_lead_hits": 1},
+    "vector_lead=2": {"excerpt_vector_lead_hits": 2},
+    "vector_lead=3": {"excerpt_vector_lead_hits": 3},
     "named_speakers=off": {"excerpt_named_speakers": False},
     "long_answers=off": {"excerpt_long_answer_chars": 10**9},
     "passages=off": {"excerpt_passage_chars": 0},
@@ -48,18 +51,22 @@ def variants() -> list[Topica]:
     ]
 
 
-def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
+def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -> dict[str, Any]:
     """Per held-out conversation: the variant best on the others, and its recall there.
 
     `conversations` are the results' per-conversation summaries (with the `cv:` methods).
     Recall on the others is question-weighted (micro), like the overall figures; ties go
     to the grid's order (the defaults first). `pooled` is each variant's recall over all
-    the conversations (what another benchmark's choice is scored with, the transfer view).
+    the conversations (what another benchmark's choice is scored with, the transfer view),
+    `by_conversation` each variant's recall on each (to pool runs split by conversation).
+    Recall is at the run's budget, or at `budget` (one of the run's budgets) when given.
     """
 
     def recall(sample: str, label: str) -> tuple[float, int]:
         metrics = conversations[sample]["methods"][PREFIX + label]
-        return metrics["recall_all_at_budget"], metrics["questions"]
+        if budget is None:
+            return metrics["recall_all_at_budget"], metrics["questions"]
+        return metrics["recall_all_by_budget"][str(budget)], metrics["questions"]
 
     def pooled_recall(samples: list[str], label: str) -> float:
         pairs = [recall(sample, label) for sample in samples]
@@ -91,6 +98,9 @@ def leave_one_out(conversations: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "grid": {label: dict(overrides) for label, overrides in GRID.items()},
         "pooled": {label: pooled_recall(everyone, label) for label in GRID},
+        "by_conversation": {
+            sample: {label: recall(sample, label)[0] for label in GRID} for sample in everyone
+        },
         "folds": folds,
         "leave_one_out": weighted("held_out"),
         "defaults": weighted("defaults_held_out"),
@@ -115,8 +125,13 @@ def transfer(chosen_on: Mapping[str, Any], scored_on: Mapping[str, Any]) -> dict
 
 
 def split_off(result: dict[str, Any]) -> None:
-    """Moves the variants out of the result's method tables into `cross_validation`."""
+    """Moves the variants out of the result's method tables into `cross_validation`, with
+    the view at each of the run's budgets in `cross_validation.by_budget`."""
     result["cross_validation"] = leave_one_out(result["conversations"])
+    result["cross_validation"]["by_budget"] = {
+        str(budget): leave_one_out(result["conversations"], budget)
+        for budget in result.get("budgets", ())
+    }
     result["methods"] = {
         name: m for name, m in result["methods"].items() if not name.startswith(PREFIX)
     }

@@ -49,6 +49,8 @@ class Tuning:
     """A topic larger than this the reranker may excerpt rather than show whole."""
     excerpt_lead_hits: int
     """The best full-text hits that lead whatever their fused score."""
+    excerpt_vector_lead_hits: int
+    """The best message-vector hits that lead beside them, each at its rank."""
     excerpt_vector_weight: float
     """A vector hit's vote as a share of a full-text hit's at the same rank."""
     excerpt_neighbour_hits: int

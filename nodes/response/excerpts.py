@@ -59,21 +59,32 @@ def rank_topic_messages(
     `hit_lists` are ranked message-id lists (full-text hits per query); `scoring` are
     `message_scores`' other weights and lists (the vector hits, the dated messages). The
     first `lead` are the topics' best full-text hits (by rank, then list order); the rest
-    go by fused score (`message_scores`), ties by topic rank, then conversation order. A
+    go by fused score (`message_scores`), ties by topic rank, then conversation order;
+    the first `vector_lead` vector hits lead beside them, each at its rank (a full-text
+    hit first on a tie). A
     hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
-    never leads; nor does a dated message or a vector hit. `answers` (the assistant's
+    never leads; nor does a dated message. `answers` (the assistant's
     long answers, `long_answers`) never lead and come after every other message, in the
     same order among themselves.
     """
     lead = scoring.pop("lead", packaged_tuning().excerpt_lead_hits)
+    vector_lead = scoring.pop("vector_lead", packaged_tuning().excerpt_vector_lead_hits)
     score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
-    best_hits = sorted(
-        (rank, index, message_id)
-        for index, hits in enumerate(hit_lists)
-        for rank, message_id in enumerate(hits)
-        if message_id in place and message_id not in unnamed and message_id not in answers
-    )
-    leading = list(dict.fromkeys(message_id for _, _, message_id in best_hits))[:lead]
+
+    def best(lists: Sequence[Sequence[int]], count: int) -> list[tuple[int, int]]:
+        ranked = sorted(
+            (rank, index, message_id)
+            for index, hits in enumerate(lists)
+            for rank, message_id in enumerate(hits)
+            if message_id in place and message_id not in unnamed and message_id not in answers
+        )
+        chosen = list(dict.fromkeys(message_id for _, _, message_id in ranked))[:count]
+        first = {message_id: rank for rank, _, message_id in reversed(ranked)}
+        return [(first[message_id], message_id) for message_id in chosen]
+
+    led = best(hit_lists, lead)
+    led += best(scoring.get("vector_lists", ()), vector_lead)
+    leading = list(dict.fromkeys(message_id for _, message_id in sorted(led, key=lambda x: x[0])))
     rest = sorted(
         set(place) - set(leading),
         key=lambda message_id: (message_id in answers, -score[message_id], place[message_id]),
@@ -209,6 +220,7 @@ def ranking_weights(context: ResponseContext | None) -> dict[str, float]:
     tuning = context.tuning if context is not None else packaged_tuning()
     return {
         "lead": tuning.excerpt_lead_hits,
+        "vector_lead": tuning.excerpt_vector_lead_hits,
         "vector_weight": tuning.excerpt_vector_weight,
         "neighbour_hits": tuning.excerpt_neighbour_hits,
         "neighbour_weight": tuning.excerpt_neighbour_weight,

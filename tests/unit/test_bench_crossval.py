@@ -65,6 +65,32 @@ def test_ties_go_to_the_defaults_and_the_variants_leave_the_method_tables() -> N
     assert all(list(c["methods"]) == ["topica"] for c in result["conversations"].values())
 
 
+def test_the_view_at_each_budget_chooses_on_that_budgets_recall() -> None:
+    # At the run's budget the defaults win on every conversation; at 250 tokens
+    # "vector_lead=1" does (0.4 against 0.2 on a, 0.3 against 0.1 on b).
+    table = {"a": {"defaults": (0.6, 10)}, "b": {"defaults": (0.5, 10)}}
+    at_250 = {
+        "a": {"defaults": 0.2, "vector_lead=1": 0.4},
+        "b": {"defaults": 0.1, "vector_lead=1": 0.3},
+    }
+    conversations = summaries(table)
+    for sample, conversation in conversations.items():
+        for label, metrics in conversation["methods"].items():
+            recall = at_250[sample].get(label.removeprefix(crossval.PREFIX), 0.0)
+            metrics["recall_all_by_budget"] = {"250": recall}
+    result = {"budgets": [250], "conversations": conversations, "methods": {}}
+    crossval.split_off(result)
+    view = result["cross_validation"]
+    assert {fold["chosen"] for fold in view["folds"].values()} == {"defaults"}
+    low = view["by_budget"]["250"]
+    assert {fold["chosen"] for fold in low["folds"].values()} == {"vector_lead=1"}
+    assert low["leave_one_out"] == pytest.approx((0.4 + 0.3) / 2)
+    assert low["defaults"] == pytest.approx((0.2 + 0.1) / 2)
+    assert low["pooled"]["vector_lead=1"] == pytest.approx(low["leave_one_out"])
+    assert low["by_conversation"]["a"]["vector_lead=1"] == pytest.approx(0.4)
+    assert low["by_conversation"]["b"]["defaults"] == pytest.approx(0.1)
+
+
 def test_the_transfer_view_scores_one_benchmarks_choice_on_the_other() -> None:
     # On "here" lead_hits=5 pools best ((0.8*20 + 0.9*10)/30); "there" pools the defaults
     # best (0.6) and lead_hits=5 at 0.4 (every other variant scores 0 on both).

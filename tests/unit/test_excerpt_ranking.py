@@ -86,15 +86,19 @@ def test_the_best_hits_lead_whatever_their_score() -> None:
     assert [m for _, m in adjacent(topics, hits, k=1)] == ranked[LEAD_HITS]
 
 
-def test_vector_hits_vote_at_their_weight_lend_neighbours_and_never_lead() -> None:
+def test_vector_hits_vote_at_their_weight_lend_neighbours_and_lead_only_when_told() -> None:
     # k=1, one topic: every message has the prior 1/2. Full-text hit 1 votes 1/2 and
     # lends 2 0.7 * 1/2; vector hit 3 votes 0.5 * 1/2 = 1/4 and lends 2 0.7 * 1/4.
     # Scores: 1: 1.0, 2: 0.5 + 0.35 + 0.175 = 1.025, 3: 0.75.
     topics = [(7, [1, 2, 3])]
-    order = adjacent(topics, [[1]], k=1, lead=0, vector_lists=[[3]], vector_weight=0.5)
+    order = adjacent(
+        topics, [[1]], k=1, lead=0, vector_lead=0, vector_lists=[[3]], vector_weight=0.5
+    )
     assert [m for _, m in order] == [2, 1, 3]
-    # Only full-text hits lead: 1 goes first; the vector hit 3 alone leads nothing.
-    order = adjacent(topics, [[1]], k=1, lead=1, vector_lists=[[3]], vector_weight=0.5)
+    # Without a vector lead only full-text hits lead: 1 goes first; 3 leads nothing.
+    order = adjacent(
+        topics, [[1]], k=1, lead=1, vector_lead=0, vector_lists=[[3]], vector_weight=0.5
+    )
     assert [m for _, m in order] == [1, 2, 3]
     # Vector hit 3 alone: 3: 0.75, 2: 0.675, 1: 0.5, whatever the lead.
     assert [m for _, m in adjacent(topics, [], k=1, vector_lists=[[3]])] == [3, 2, 1]
@@ -272,3 +276,25 @@ def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> No
         2,
         3,
     }
+
+
+def test_a_vector_lead_puts_the_best_vector_hits_beside_the_full_text_lead_at_their_rank() -> None:
+    # k=1, one topic. Full-text [1, 2] and vector hits [4, 5, 1]. A vector lead of 1 adds
+    # 4 (vector rank 0) to the full-text lead 1 (rank 0): the tie goes to full text, then
+    # 4 before the rest. A vector lead of 2 adds 5 (rank 1); one of 3 adds 1 too, which
+    # leads already and counts once, at its full-text rank. A long answer (`answers`) or
+    # an unnamed author's hit never leads, so 4 gives way to the next vector hit.
+    topics = [(7, [1, 2, 3, 4, 5])]
+    hits, vectors = [[1, 2]], [[4, 5, 1]]
+
+    def order(**rules: object) -> list[int]:
+        ranked = adjacent(topics, hits, k=1, lead=1, vector_lists=vectors, **rules)
+        return [m for _, m in ranked]
+
+    assert order(vector_lead=0)[:1] == [1]
+    assert order(vector_lead=1)[:2] == [1, 4]
+    assert order(vector_lead=2)[:3] == [1, 4, 5]
+    assert order(vector_lead=3)[:3] == [1, 4, 5]
+    assert order(vector_lead=1, answers={4})[:2] == [1, 5]
+    assert order(vector_lead=1, unnamed={4})[:2] == [1, 5]
+    assert order(vector_lead=1, answers={4})[-1] == 4
