@@ -37,7 +37,7 @@ from stores.services import build_relational_store
 from tests.support.messages import new_messages
 from tests.support.models import ScriptedChatModel, scripted_model
 from tests.support.openai_server import ScriptedOpenAI
-from tests.support.postgres import postgres_test_database
+from tests.support.postgres import MigratedSchemas, postgres_test_database
 from tests.support.services import (
     StoreEngine,
     closing_each,
@@ -74,7 +74,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def store_engine(request: pytest.FixtureRequest) -> Iterator[str]:
     """The relational engine (a parameter): for PostgreSQL, a fresh database on the local
-    server for the whole session, dropped at its end."""
+    server for the whole session, dropped at its end, and the migrated schemas its tests
+    take in turn."""
     if request.param == "sqlite":
         yield "sqlite"
         return
@@ -82,24 +83,31 @@ def store_engine(request: pytest.FixtureRequest) -> Iterator[str]:
         if url is None:
             pytest.skip(f"no PostgreSQL server answers at {POSTGRES_SERVER}")
         StoreEngine.database_url = url
+        StoreEngine.schemas = MigratedSchemas(url)
         try:
             yield "postgres"
         finally:
-            StoreEngine.database_url = None
+            StoreEngine.schemas.close()
+            StoreEngine.database_url = StoreEngine.schemas = None
 
 
 @pytest.fixture(autouse=True)
 def _store_environment(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test on PostgreSQL gets the database and a schema of its own in its environment."""
+    """A test on PostgreSQL gets the database and a schema of its own in its environment:
+    migrated and empty, as a new deployment's store leaves it."""
     callspec = getattr(request.node, "callspec", None)
     if callspec is None or callspec.params.get("store_engine") != "postgres":
         yield
         return
     request.getfixturevalue("store_engine")
+    schema, schemas = schema_for(request.node.nodeid), StoreEngine.schemas
+    assert schemas is not None
+    schemas.lend(schema)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TOPICA_DATABASE_URL", str(StoreEngine.database_url))
-        patch.setenv("TOPICA_DATABASE_SCHEMA", schema_for(request.node.nodeid))
+        patch.setenv("TOPICA_DATABASE_SCHEMA", schema)
         yield
+    schemas.take_back(schema)
 
 
 @pytest.hookimpl(tryfirst=True)

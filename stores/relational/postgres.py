@@ -215,6 +215,14 @@ class PostgresDatabase(Database):
             except pg_errors.NumericValueOutOfRange:
                 return []
 
+    def rows_in(self, query: str, user_id: int, ids: Sequence[int], then: str = "") -> list[Any]:
+        """As `Database.rows_in`, with the ids as one array parameter (`= ANY`): a list
+        of thousands of parameters takes the server longer to plan than to read."""
+        if not ids:
+            return []
+        listed = f"{query.removesuffix('IN')}= ANY(?::bigint[]) {then}"
+        return self.rows(listed, (user_id, list(ids)))
+
     def lock_user(self, db: Any, user_id: int) -> None:
         db.execute("SELECT 1 FROM users WHERE user_id = ? FOR UPDATE", (user_id,))
 

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
@@ -17,6 +17,9 @@ from core.ports import Embedder
 from core.settings import Settings
 from stores.services import build_deps
 
+if TYPE_CHECKING:
+    from tests.support.postgres import MigratedSchemas
+
 
 class StoreEngine:
     """The PostgreSQL database of the test session, while its tests run
@@ -25,6 +28,8 @@ class StoreEngine:
     all read; fixtures built outside a test (module or session scope) stay on SQLite."""
 
     database_url: str | None = None
+    schemas: MigratedSchemas | None = None
+    """The migrated schemas the session's PostgreSQL tests take in turn."""
 
 
 def schema_for(key: str) -> str:
