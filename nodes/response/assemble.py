@@ -273,6 +273,22 @@ def recalled_sections(
     ]
 
 
+def used_context(included: dict[str, Layer], core_used: Sequence[int]) -> ContextUsed:
+    """What the context's layers hold (`included`, the non-empty ones), with the core facts
+    the system prompt quoted."""
+    used = {name: layer.used for name, layer in included.items()}
+    return ContextUsed(
+        topics=used.get("topics", []),
+        people=used.get("people", []),
+        facts=[
+            *(UsedFact(id=fact_id, core=True) for fact_id in core_used),
+            *(UsedFact(id=fact_id, core=False) for fact_id in used.get("facts", [])),
+        ],
+        earlier_messages=used.get("auto_rag", []),
+        session_summary="summary" in included,
+    )
+
+
 def make_assemble(deps: Deps):
     store = deps.store
 
@@ -321,18 +337,7 @@ def make_assemble(deps: Deps):
         system_message = SystemMessage(
             "\n\n".join([system, *(layer.text for layer in included.values())])
         )
-        used = {name: layer.used for name, layer in included.items()}
-        context_used = ContextUsed(
-            topics=used.get("topics", []),
-            people=used.get("people", []),
-            facts=[
-                *(UsedFact(id=fact_id, core=True) for fact_id in core_used),
-                *(UsedFact(id=fact_id, core=False) for fact_id in used.get("facts", [])),
-            ],
-            earlier_messages=used.get("auto_rag", []),
-            session_summary="summary" in included,
-        )
-
+        context_used = used_context(included, core_used)
         window = window_turns(view.window, context.budgets.window - layers.get("auto_rag", 0))
         if window:
             layers["window"] = message_tokens(window)

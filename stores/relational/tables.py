@@ -43,6 +43,11 @@ def core_tables(t: Types, unarchived: str, message_kind: str = "") -> str:
     """Users, topics, messages, facts and their history, and people: `unarchived` the
     index of the messages not yet in a topic, `message_kind` the messages' kind column
     where they have one from the start."""
+    return conversation_tables(t, unarchived, message_kind) + memory_tables(t)
+
+
+def conversation_tables(t: Types, unarchived: str, message_kind: str) -> str:
+    """Users, topics and messages (see `core_tables`)."""
     return f"""
     CREATE TABLE users (
         user_id {t.id} PRIMARY KEY,
@@ -82,6 +87,12 @@ def core_tables(t: Types, unarchived: str, message_kind: str = "") -> str:
     );
     {unarchived}
     CREATE INDEX messages_topic ON messages(user_id, topic_id, seq);
+    """
+
+
+def memory_tables(t: Types) -> str:
+    """Facts, their history, and people."""
+    return f"""
     CREATE TABLE facts (
         id {t.identity},
         user_id {t.id} NOT NULL,
