@@ -9,7 +9,7 @@ from core.errors import StoreError
 from core.records import AttachmentRow, PassageRow, now_iso
 from core.text import valid_text
 from stores.relational.database import Repository
-from stores.relational.rows import mark_pending, plain_row
+from stores.relational.rows import holds_message, mark_pending, plain_row
 
 PASSAGE_COLUMNS = (
     "p.id, p.attachment_id, p.message_id, p.position, p.content, a.name "
@@ -30,10 +30,7 @@ class AttachmentRepository(Repository):
         """Keep a document with the user's message `message_id`, its passages queued for
         the vector index in the same transaction."""
         with self._db.transaction() as db:
-            owner = db.execute(
-                "SELECT 1 FROM messages WHERE user_id = ? AND id = ?", (user_id, message_id)
-            ).fetchone()
-            if owner is None:
+            if not holds_message(db, user_id, message_id):
                 raise StoreError(f"message {message_id} not found for user {user_id}")
             cursor = db.execute(
                 "INSERT INTO attachments (user_id, message_id, name, mime_type, content, "

@@ -24,7 +24,7 @@ from core.errors import StoreError
 from core.records import now_iso
 from core.text import valid_text
 from stores.relational.database import Repository
-from stores.relational.rows import ensure_user
+from stores.relational.rows import ensure_user, holds_message
 from stores.relational.tasks import utc_iso
 
 OfferState = Literal["offered", "accepted", "dismissed"]
@@ -69,10 +69,7 @@ class OfferRepository(Repository):
             raise StoreError("an offer needs a request")
         with self._db.transaction() as db:
             ensure_user(db, user_id)
-            owned = db.execute(
-                "SELECT 1 FROM messages WHERE user_id = ? AND id = ?", (user_id, message_id)
-            ).fetchone()
-            if owned is None:
+            if not holds_message(db, user_id, message_id):
                 raise StoreError(f"user has no message {message_id}")
             row = db.execute(
                 "INSERT INTO reminder_offers (user_id, message_id, request, said_when, due_at, "

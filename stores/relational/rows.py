@@ -26,6 +26,15 @@ def ensure_user(db: sqlite3.Connection, user_id: int) -> None:
     )
 
 
+def holds_message(db: sqlite3.Connection, user_id: int, message_id: int) -> bool:
+    """Whether `message_id` is one of the user's messages (read inside the caller's
+    transaction)."""
+    found = db.execute(
+        "SELECT 1 FROM messages WHERE user_id = ? AND id = ?", (user_id, message_id)
+    ).fetchone()
+    return found is not None
+
+
 def stored_ids(ids: Sequence[int]) -> list[int]:
     """`ids` less those no row can have (outside SQLite's signed 64-bit integers)."""
     return [record_id for record_id in ids if record_id in ID_RANGE]
