@@ -30,7 +30,7 @@ import numpy as np
 from bench.corpus import Corpus
 from bench.metrics import CutLine, Unit
 from core.text import conversation_log, short_time
-from nodes.response.fusion import rrf_scores
+from nodes.response.ranking.fusion import rrf_scores
 
 SEED_RRF_K = 60
 """Seed 004's fusion constant (auto-RAG's RRF)."""

@@ -6,7 +6,7 @@ questions in small ones. Here each LoCoMo memory is cut into windows of 2 to 256
 consecutive messages (a small memory is a short stretch of conversation), and for each
 size the 95th percentile of the unrelated questions' best message cosine is taken; the
 topic floor likewise, over the topics a window touches, by their count. Each is fitted
-as `base + per_log · ln n` (`nodes.response.relevance.SizeCurve`), capped by the floor
+as `base + per_log · ln n` (`nodes.response.ranking.floors.SizeCurve`), capped by the floor
 of the full memories.
 
 Checked leave-one-conversation-out: curves fitted on four memories, measured on windows of
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodes.response.relevance import NULL_QUANTILE, SizeCurve
+from nodes.response.ranking.floors import NULL_QUANTILE, SizeCurve
 
 SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 WINDOWS = 24

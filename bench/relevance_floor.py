@@ -9,7 +9,7 @@ signal's best score per question is kept.
 
 The floor of a signal is the `NULL_QUANTILE` (95th) percentile of its best score over
 the unrelated questions: the null distribution, what an unrelated question reaches by
-chance. A turn is about memory when any signal reaches its floor (nodes.relevance).
+chance. A turn is about memory when any signal reaches its floor (nodes.response.ranking.floors).
 Checked leave-one-conversation-out, with the unrelated questions split in two halves as
 well (floors from four conversations and one half, measured on the fifth and the other
 half): how many LoCoMo questions the gate would turn away (recall lost) and how many
@@ -43,7 +43,7 @@ from core.progress import ProgressBoard, progress_board
 from core.settings import Settings
 from core.tuning import Tuning, embedder_name, load_tuning, profile_path
 from nodes.response.gate import named_in_memory
-from nodes.response.relevance import (
+from nodes.response.ranking.floors import (
     NULL_QUANTILE,
     SIGNALS,
     RelevanceFloors,

@@ -8,7 +8,7 @@ candidates in fused order (what the responder can still load with
 `get_topics_content`), each mapped to its member messages by membership.
 
 Under a token budget the context is filled message by message in the order
-`nodes.response.excerpts.rank_members` gives the shown topics' messages (topic rank,
+`nodes.response.ranking.recall.rank_members` gives the shown topics' messages (topic rank,
 full-text and vector hits and their neighbours and the messages written when the
 question says, fused, with the hits of speakers the question does not name lending only
 to their neighbours): the ranking the response graph's context assembly cuts recalled
@@ -37,14 +37,14 @@ from bench.metrics import CutLine, Unit, part_id
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
 from core.records import parse_timestamp
-from core.state import NO_EVIDENCE, ResponseState
+from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
-from nodes.response.excerpts import rank_items, ranking_weights
-from nodes.response.hits import search_queries
 from nodes.response.offline_answer import recall_topics
-from nodes.response.passages import cut_line, passage_scores
-from nodes.response.rerank_selection import shown_topics
+from nodes.response.ranking.passages import cut_line
+from nodes.response.ranking.recall import Recall, rank_items, search_queries
+from nodes.response.ranking.weights import Ranking
+from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import excerpt_header, topic_header
 
 
@@ -58,7 +58,7 @@ def ranked_topic_ids(state: ResponseState) -> list[int]:
 def shown_topic_ids(state: ResponseState) -> list[int]:
     """The topics whose messages the response graph's context fills its budget with: the
     selection, then the other candidates when the search order made it (`fill_candidates`)."""
-    return list(dict.fromkeys(topic["id"] for topic in shown_topics(state)))
+    return list(dict.fromkeys(topic["id"] for topic in ShownTopics.of(state).topics))
 
 
 def turn_time(corpus: Corpus) -> str:
@@ -71,7 +71,7 @@ class Topica:
     """Topica's retrieval as an evaluation method.
 
     `excerpts=True` fills a budget with the retrieved topics' messages, most relevant
-    first (`nodes.excerpts`); `excerpts=False` takes topics whole, in rank order.
+    first (`nodes.response.ranking`); `excerpts=False` takes topics whole, in rank order.
     """
 
     ranked = True
@@ -117,7 +117,7 @@ class Topica:
             "topics_threshold": context.topics_threshold,
             "retrieved_topics_count": context.retrieved_topics_count,
             "rrf_k": context.tuning.rrf_k,
-            "excerpt_weights": ranking_weights(context),
+            "excerpt_weights": Ranking.of(context).weights(),
             "excerpt_named_speakers": context.tuning.excerpt_named_speakers,
             "rerank_max_topics": context.rerank_max_topics,
             "enricher": deps.models.name("enricher"),
@@ -152,21 +152,14 @@ class Topica:
         """The shown topics' messages (a long one by passages, `bench.metrics.part_id`) in
         the order the context takes them (`rank_items`), and the line of one cut."""
         rows = corpus.rows
-        evidence = state.get("evidence") or NO_EVIDENCE
-        queries = search_queries(question, state.get("query"))
         items, passages = rank_items(
             [
                 (i, [rows[corpus.external_of[m]] for m in self._members[i]])
                 for i in shown_topic_ids(state)
                 if i in self._units
             ],
-            evidence["text_hits"],
-            self._context.tuning.rrf_k,
-            passage_scores(corpus.deps.embedder, queries),
-            vector_lists=evidence["vector_hits"],
-            context=self._context,
-            queries=queries,
-            dated=evidence["dated"],
+            Recall.of({**state, "text": question}, corpus.deps.embedder),
+            Ranking.of(self._context),
         )
         fill = [
             (

@@ -158,12 +158,13 @@ class ResponseContext(FromSettings):
     rerank_max_tool_calls: int = DEFAULTS.reranker_max_tool_calls
     rerank_timeout_s: float = DEFAULTS.reranker_timeout_s
     relevance_floor: bool = DEFAULTS.relevance_floor
-    """Off: the topic search returns its nearest topics however unrelated (nodes.relevance)."""
+    """Off: the topic search returns its nearest topics however unrelated
+    (`nodes.response.ranking.floors`)."""
     chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
     topic_max_gap_s: float = DEFAULTS.topic_max_gap.total_seconds()
     """With `chunk_interval_s`, the pauses that end a sitting
     (`nodes.shared.clock.ends_sitting`): a hit's share reaches its replies in a later
-    topic only up to such a pause (`nodes.response.excerpts.replies_after`)."""
+    topic only up to such a pause (`nodes.response.ranking.messages.replies_after`)."""
     tuning: Tuning = field(default_factory=packaged_tuning)
     """Search and ranking weights and floors: the embedder's calibration profile."""
 

@@ -128,8 +128,8 @@ class TopicCandidate(TypedDict):
     message_count: int
     size_chars: int
     score: float
-    """The score of the topic's best message (`nodes.response.topic_order`); candidates
-    are ordered by it, best first."""
+    """The score of the topic's best message (`nodes.response.ranking.recall.order_topics`);
+    candidates are ordered by it, best first."""
     fused_score: float
     """The topic's own fused (RRF) score: the search keeps the best candidates by it."""
     vector_score: float | None

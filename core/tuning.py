@@ -63,7 +63,7 @@ class Tuning:
     """An assistant's message longer than this comes after every other recalled one; a
     message of any role longer than this is shown by passages (`excerpt_passage_chars`)."""
     excerpt_passage_chars: int
-    """The most characters of one passage of a long message (`nodes.response.passages`);
+    """The most characters of one passage of a long message (`nodes.response.ranking.passages`);
     0: long messages are shown whole."""
     excerpt_passages_in_place: bool
     """A long answer's best passage keeps its message's rank (off: after every other

@@ -30,7 +30,7 @@ tokenizer's time grows with the length of the text."""
 
 CACHE_SIZE = 4096
 """Vectors of recent texts kept (about 8 MB): a turn scores the passages of its recalled
-long messages (`nodes.response.passages`), and the next turn usually recalls them again."""
+long messages (`nodes.response.ranking.passages`), and the next turn usually recalls them again."""
 
 CACHED_CHARS = 4_000
 """Texts up to this long are kept: messages and queries, which come back within a turn,

@@ -31,7 +31,6 @@ from core.deps import Deps
 from core.ports import Embedder, Store
 from core.records import FactRow, MessageRow
 from core.state import (
-    NO_EVIDENCE,
     ContextUsed,
     FactCandidate,
     ResponseState,
@@ -43,9 +42,9 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
-from nodes.response.hits import search_queries
-from nodes.response.passages import PassageScores, passage_scores
-from nodes.response.rerank_selection import fill_candidates
+from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.weights import Ranking
+from nodes.response.rerank_selection import ShownTopics
 from nodes.response.session_summary import SessionView, current_view
 from nodes.response.topic_content import person_description, render_topics_content
 from nodes.shared.budget import (
@@ -57,6 +56,8 @@ from nodes.shared.budget import (
 )
 from nodes.shared.clock import prompt_date, turn_moment
 from prompts import responder as prompt
+
+NOTHING_RECALLED = Recall()
 
 # Room left in the topics budget for the section's own wording and the reasons' framing.
 TOPICS_FRAME_TOKENS = 60
@@ -103,28 +104,21 @@ def auto_rag_section(messages: Sequence[MessageRow], budget: int) -> Layer[int]:
 def topics_section(
     store: Store,
     user_id: int,
-    selected: Sequence[SelectedTopic],
+    shown: ShownTopics,
     budget: int,
-    message_hits: Sequence[Sequence[int]] = (),
-    rrf_k: int = 60,
-    *,
-    vector_hits: Sequence[Sequence[int]] = (),
-    context: ResponseContext | None = None,
-    queries: Sequence[str] = (),
-    dated: Sequence[int] = (),
-    more: Sequence[SelectedTopic] = (),
-    scores: PassageScores | None = None,
+    recall: Recall = NOTHING_RECALLED,
+    ranking: Ranking | None = None,
 ) -> Layer[UsedTopic]:
     """The recalled topics with the reranker's reasons, within `budget` tokens.
 
     Topics that fit are shown whole; when they do not all fit, each is cut to its
-    messages most relevant to the turn (`nodes.excerpts`, ranked with `message_hits` and
-    `vector_hits` under `context`'s weights, the authors `queries` name and the messages
-    written when they say, `dated`),
-    so the room goes to the answer-bearing messages of every topic rather than to the
-    first topics' opening lines. `more` (`fill_candidates`) are topics after the selection
-    whose messages compete for the same room, ranked below it; they have no reason line.
+    messages most relevant to the turn (`relevant_excerpts`, ranked by `recall` under
+    `ranking`; None: the packaged profile's), so the room goes to the answer-bearing
+    messages of every topic rather than to the first topics' opening lines. `shown.more`
+    are topics after the selection whose messages compete for the same room, ranked below
+    it; they have no reason line.
     """
+    selected, more = shown.chosen, shown.more
     if not selected:
         return Layer("", [])
     reasons = reason_lines(selected)
@@ -143,18 +137,7 @@ def topics_section(
     content = render_topics_content(store, user_id, topic_ids, excerpts=excerpts) if fits else None
     if content is None or len(content) > max_chars:
         topic_ids, excerpts = relevant_excerpts(
-            store,
-            user_id,
-            topic_ids,
-            message_hits,
-            max_chars,
-            rrf_k,
-            given=given,
-            vector_lists=vector_hits,
-            context=context,
-            queries=queries,
-            dated=dated,
-            scores=scores,
+            store, user_id, topic_ids, recall, ranking or Ranking(), max_chars, given
         )
         content = render_topics_content(
             store, user_id, topic_ids, excerpts=excerpts, max_chars=max_chars
@@ -241,25 +224,11 @@ def recalled_sections(
 ) -> list[tuple[str, Layer]]:
     """Layers 4-6: what the reranker chose and the relevant facts, as (name, layer);
     with `embedder`, long messages are shown by their passages most like the queries."""
-    queries = search_queries(state["text"], state.get("query"))
+    recall = Recall.of(state, embedder)
+    shown = ShownTopics.of(state)
+    ranking = Ranking.of(context)
     return [
-        (
-            "topics",
-            topics_section(
-                store,
-                user_id,
-                state.get("selected_topics") or [],
-                context.budgets.topics,
-                (state.get("evidence") or NO_EVIDENCE)["text_hits"],
-                context.tuning.rrf_k,
-                vector_hits=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
-                context=context,
-                queries=queries,
-                dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
-                more=fill_candidates(state),
-                scores=passage_scores(embedder, queries) if embedder is not None else None,
-            ),
-        ),
+        ("topics", topics_section(store, user_id, shown, context.budgets.topics, recall, ranking)),
         (
             "people",
             people_section(

@@ -17,7 +17,7 @@ import numpy as np
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import MEMORY_KIND, MessageRow
-from nodes.response.fusion import rrf_scores
+from nodes.response.ranking.fusion import rrf_scores
 from nodes.response.vector_reads import VectorReads
 from nodes.shared.budget import tokens
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from core.context import ResponseContext
 from core.deps import Deps
 from nodes.response.hits import Hits
-from nodes.response.relevance import (
+from nodes.response.ranking.floors import (
     best_scores,
     clears_floor,
     floors_of,

@@ -8,20 +8,11 @@ from dataclasses import dataclass, field
 from core.context import ResponseContext
 from core.deps import Deps
 from core.ports import Store, VectorKind
-from nodes.response.dates import dated_messages
-from nodes.response.relevance import SIGNALS, Signal
-from nodes.response.speakers import message_search
+from nodes.response.ranking.dates import named_periods
+from nodes.response.ranking.floors import SIGNALS, Signal
+from nodes.response.ranking.speakers import name_stems, named_speakers, without_names
 from nodes.response.vector_reads import VectorReads
-
-
-def search_queries(text: str, enriched: str | None) -> list[str]:
-    """The distinct, non-empty queries of a turn: the raw message first."""
-    queries: dict[str, str] = {}
-    for query in (text, enriched or ""):
-        key = " ".join(query.split()).casefold()
-        if key:
-            queries.setdefault(key, query.strip())
-    return list(queries.values())
+from nodes.shared.clock import turn_moment
 
 
 def kind_limits(context: ResponseContext) -> dict[VectorKind, int]:
@@ -174,3 +165,53 @@ def current_topics(
 
 def message_vector_ids(hits: Hits) -> list[list[int]]:
     return [[i for i, _ in found] for found in hits.vectors["messages"]]
+
+
+def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 over the user's archived conversation: (message id, score), best first.
+
+    When the query names some of the hits' authors but not all (`named_speakers`), the
+    hits are those of the query without the names: a person's name is written by the
+    others, who address them by it, so it would rank their lines over the named
+    person's own (`nodes.response.ranking.speakers`). A query with no capitalised word names
+    nobody, so the hits' authors are not read."""
+    found = store.messages.search(user_id, query, limit)
+    if not name_stems(query):
+        return found
+    named = named_speakers(
+        [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
+    )
+    rest = without_names(query, named) if named else None
+    return store.messages.search(user_id, rest, limit) if rest else found
+
+
+DATED_READ = 2_000
+"""Messages read per day or month a question names, at most (ids only)."""
+
+
+def dated_messages(
+    store: Store, context: ResponseContext, queries: Sequence[str], found: Sequence[Sequence[int]]
+) -> list[int]:
+    """The user's archived messages written on the days and in the months the queries
+    name (`nodes.response.ranking.dates`, in the turn's time zone), at most `message_hits_count`:
+    those the other lists `found` first (by their best rank there), then the rest in the
+    order they were written. A date in a question says when the thing asked about was
+    said, whatever words it was said in."""
+    moment = turn_moment(context)
+    periods = dict.fromkeys(period for query in queries for period in named_periods(query, moment))
+    written: dict[int, None] = {}
+    for start, end in periods:
+        ids = store.messages.written_between(
+            context.user_id, start.timestamp(), end.timestamp(), DATED_READ
+        )
+        written.update(dict.fromkeys(ids))
+    if not written:
+        return []
+    best: dict[int, int] = {}
+    for hits in found:
+        for rank, message_id in enumerate(hits):
+            if message_id in written and rank < best.get(message_id, rank + 1):
+                best[message_id] = rank
+    order = {message_id: index for index, message_id in enumerate(written)}
+    ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
+    return ranked[: context.tuning.message_hits_count]

@@ -32,7 +32,6 @@ from core.errors import VectorStoreUnavailable
 from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import (
     NO_CONTEXT,
-    NO_EVIDENCE,
     ContextUsed,
     FactCandidate,
     ResponseState,
@@ -42,9 +41,9 @@ from core.state import (
 )
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
-from nodes.response.excerpts import rank_members
-from nodes.response.hits import search_queries
-from nodes.response.rerank_selection import shown_topics
+from nodes.response.ranking.recall import Recall, rank_members, search_queries
+from nodes.response.ranking.weights import Ranking
+from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import topic_date
 from nodes.shared.documents import with_documents
 
@@ -133,7 +132,7 @@ def recall_topics(
     """The recalled topics whose messages the context's ranking puts first, best first,
     each with those of its messages that fit the quotes' budget, in conversation order."""
     user_id = context.user_id
-    picks = {pick["id"]: pick for pick in shown_topics(state)}
+    picks = {pick["id"]: pick for pick in ShownTopics.of(state).topics}
     topics = deps.store.topics.by_ids(user_id, list(picks))
     query_vectors = [deps.embedder.encode_query(query) for query in queries]
     pick_passage = partial(closest_passage, deps, user_id, query_vectors=query_vectors)
@@ -155,15 +154,7 @@ def recall_topics(
         )
         for topic in topics
     ]
-    order = rank_members(
-        members,
-        (state.get("evidence") or NO_EVIDENCE)["text_hits"],
-        context.tuning.rrf_k,
-        vector_lists=(state.get("evidence") or NO_EVIDENCE)["vector_hits"],
-        context=context,
-        queries=queries,
-        dated=(state.get("evidence") or NO_EVIDENCE)["dated"],
-    )
+    order = rank_members(members, Recall.of(state), Ranking.of(context))
     chosen = chosen_quotes(order, {m["id"]: m for _, messages in members for m in messages})
     by_id = {topic["id"]: topic for topic in topics}
     messages_of = dict(members)

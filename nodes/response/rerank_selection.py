@@ -248,7 +248,7 @@ def fallback_selection(
 ) -> Selection:
     """The first topics the model asked to load, in the order asked (seed: it puts the
     most relevant first); when it asked for none of the candidates (or for nothing), the
-    top candidates in search order (they arrive best first: `nodes.response.topic_order`)."""
+    top candidates in search order (they arrive best first: `order_topics`)."""
     topics_by_id = {candidate["id"]: candidate for candidate in candidates}
     unique_ids = list(dict.fromkeys(requested_ids))
     known = [topic_id for topic_id in unique_ids if topic_id in topics_by_id]
@@ -276,7 +276,7 @@ def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
     selection's size is only the reranker's limit (`rerank_max_topics`), not a judgement:
     the next candidates come from the same ranking, and their best messages can hold an
     answer the first topics do not. Every other candidate is offered then, and the context's
-    excerpts (`nodes.response.excerpts`) rank the messages of all of them together. When a
+    excerpts (`nodes.response.ranking`) rank the messages of all of them together. When a
     model chose, its choice is the context's, as seed 001 has it: none.
     """
     if not state.get("selected_by_search_order"):
@@ -290,6 +290,19 @@ def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
     ]
 
 
-def shown_topics(state: Mapping[str, Any]) -> list[SelectedTopic]:
-    """The topics the context recalls, best first: the selection, then `fill_candidates`."""
-    return [*(state.get("selected_topics") or []), *fill_candidates(state)]
+@dataclass(frozen=True)
+class ShownTopics:
+    """The topics a context recalls, best first: the selection (with its reasons), then
+    the candidates whose messages may fill the room it leaves (`fill_candidates`)."""
+
+    chosen: list[SelectedTopic]
+    more: list[SelectedTopic]
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any]) -> ShownTopics:
+        """A response run's: its `selected_topics`, then `fill_candidates(state)`."""
+        return cls(list(state.get("selected_topics") or []), fill_candidates(state))
+
+    @property
+    def topics(self) -> list[SelectedTopic]:
+        return [*self.chosen, *self.more]

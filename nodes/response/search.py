@@ -7,19 +7,19 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
 - BM25 over topic summaries;
 - BM25 over messages and message vectors: every archived message hit votes for its topic
   at the hit's rank (a question naming some of the conversation's speakers is searched
-  without their names: `nodes.response.speakers.message_search`);
+  without their names: `nodes.response.hits.message_search`);
 - BM25 over document passages and passage vectors: a passage votes for the topic of the
   message that carried its document;
 - the messages written on a day or in a month the question names
-  (`nodes.response.dates.dated_messages`), voting for their topics as one more message
+  (`nodes.response.hits.dated_messages`), voting for their topics as one more message
   list.
 
 The best `retrieved_topics_count` topics by fused score are then ordered by their best
-message (`nodes.response.topic_order`): the order the reranker reads them in, and the
-one its fallback takes the first of. Each message is judged there (and in the context's
-excerpts) with a vector list `excerpt_vector_depth` deep, where the fusion reads only its
-first `message_hits_count`: a message far down it is evidence of the message, not a
-vote for its topic.
+message (`nodes.response.ranking.recall.order_topics`): the order the reranker reads
+them in, and the one its fallback takes the first of. Each message is judged there (and
+in the context's excerpts) with a vector list `excerpt_vector_depth` deep, where the
+fusion reads only its first `message_hits_count`: a message far down it is evidence of
+the message, not a vote for its topic.
 
 Why message vectors: with the local USE embedder a short question rarely reaches 0.60
 against a whole topic's vector (on the example session no question does), while the one
@@ -39,11 +39,12 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.metrics import SEARCH_RESULTS
 from core.state import Evidence, FactCandidate, PersonCandidate, ResponseState, TopicCandidate
-from nodes.response.fusion import rrf_scores, topic_votes
 from nodes.response.gate import relevant
-from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids, search_queries
+from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids
+from nodes.response.ranking.fusion import rrf_scores, topic_votes
+from nodes.response.ranking.recall import Recall, order_topics, search_queries
+from nodes.response.ranking.weights import Ranking
 from nodes.response.topic_content import person_description, topic_date
-from nodes.response.topic_order import best_message_order
 from nodes.response.vector_reads import VectorReads
 
 
@@ -56,15 +57,15 @@ def topic_candidates(
 
 def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicCandidate]:
     """The user's best `retrieved_topics_count` topics by fused score, in the order of
-    their best message (`nodes.response.topic_order`); none when the search is not
+    their best message (`order_topics`); none when the search is not
     `relevant` (the relevance floor).
 
     The threshold decides whether a topic vector hit enters the fusion; `vector_score`
     reports the topic's best cosine among the nearest topics either way (ties broken by it).
     The message hits (ids, best first, per query; the vector lists deeper than the
-    fusion reads them) are what `nodes.excerpts` ranks the recalled topics' messages with,
-    and the candidates' order too. Ids from the vector index count only once the user's
-    own rows confirm them (`topics_of`, `topics.by_ids` filter by `user_id`).
+    fusion reads them) are what the ranking (`nodes.response.ranking`) ranks the recalled
+    topics' messages with, and the candidates' order too. Ids from the vector index count
+    only once the user's own rows confirm them (`topics_of`, `topics.by_ids` filter by `user_id`).
     """
     store, user_id = deps.store, context.user_id
     ranked_lists: list[list[int]] = []
@@ -96,15 +97,15 @@ def fuse_topics(deps: Deps, context: ResponseContext, hits: Hits) -> list[TopicC
         ranked_lists.append(topic_votes([topic_of.get(i) for i in message_ids]))
     scores = rrf_scores(ranked_lists, context.tuning.rrf_k)
     fused = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, 0.0), i))
-    ranked = best_message_order(
-        store,
-        context,
-        fused[: context.retrieved_topics_count],
-        hit_lists=[*hits.message_text, *passages[1::2]],
-        vector_lists=[*message_vector_ids(hits), *passages[0::2]],
-        dated=hits.dated,
-        queries=hits.queries,
+    top = fused[: context.retrieved_topics_count]
+    recall = Recall(
+        hits.queries,
+        [*hits.message_text, *passages[1::2]],
+        [*message_vector_ids(hits), *passages[0::2]],
+        hits.dated,
     )
+    members = store.messages.members_of(user_id, top)
+    ranked = order_topics(members, top, recall, Ranking.of(context))
     best = dict(ranked)
     topics = store.topics.by_ids(user_id, list(best))
     return [

@@ -21,5 +21,5 @@ def prompt_date(moment: datetime) -> str:
 def ends_sitting(gap_s: float, *, interval_s: float, max_gap_s: float) -> bool:
     """Whether a pause this long ends a sitting (what lies before it is finished): the
     archiving's thresholds (`nodes.memory.chunking`), which the excerpts' shares stop at
-    too (`nodes.response.excerpts.replies_after`)."""
+    too (`nodes.response.ranking.messages.replies_after`)."""
     return gap_s >= interval_s or gap_s > max_gap_s

@@ -195,7 +195,7 @@ async def test_the_full_run_reports_every_method_and_writes_the_outputs(
     # Two Topica rows, three questions: no model, so the search order decides for every
     # one. (With fixed floors, those of memories of hundreds of messages, one question of
     # this eight-message memory stayed under them all: "no_candidates" twice. The floors of
-    # a memory this size let it through, nodes.response.relevance.SizeCurve.)
+    # a memory this size let it through, nodes.response.ranking.floors.SizeCurve.)
     assert result["rerank_fallbacks"] == {"no_model": 6}
     assert result["methods"]["full_context"]["recall_all_at_budget"] == 1.0
     assert result["methods"]["session"]["recall_all_at_budget"] == 1.0

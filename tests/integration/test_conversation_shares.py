@@ -1,7 +1,7 @@
 """A hit lends its share to its replies across the splitter's topic bounds (what another
-speaker says next), but not across a sitting's end (`nodes.response.excerpts.replies_after`),
-on a real store (both engines): the answer that opens the next topic is kept under a tight
-budget."""
+speaker says next), but not across a sitting's end
+(`nodes.response.ranking.messages.replies_after`), on a real store (both engines): the
+answer that opens the next topic is kept under a tight budget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from core.context import ResponseContext
 from core.deps import Deps
-from nodes.response.excerpts import rank_members, relevant_excerpts
+from nodes.response.excerpts import relevant_excerpts
+from nodes.response.ranking.recall import Recall, rank_members
+from nodes.response.ranking.weights import Ranking
 from tests.support.messages import new_messages
 
 pytestmark = pytest.mark.timeout(60)
@@ -57,7 +59,7 @@ def ranked_lines(deps: Deps, topics: list[int]) -> list[str]:
     hits = [[i for i, _ in deps.store.messages.search(USER, QUESTION, 10)]]
     members = [(topic_id, deps.store.messages.of_topic(USER, topic_id)) for topic_id in topics]
     content = {m["id"]: m["content"] for _, messages in members for m in messages}
-    order = rank_members(members, hits, context.tuning.rrf_k, context=context, queries=[QUESTION])
+    order = rank_members(members, Recall([QUESTION], hits), Ranking.of(context))
     return [content[message_id] for _, message_id in order]
 
 
@@ -73,7 +75,12 @@ def test_the_reply_that_opens_the_next_topic_shares_the_hit(deps: Deps, pause) -
     # Under a budget of four lines and two headers, the cut keeps those four.
     hits = [[i for i, _ in deps.store.messages.search(USER, QUESTION, 10)]]
     shown, excerpts = relevant_excerpts(
-        deps.store, USER, topics, hits, 500, 60, context=ResponseContext(user_id=USER)
+        deps.store,
+        USER,
+        topics,
+        Recall(text_hits=hits),
+        Ranking.of(ResponseContext(user_id=USER)),
+        500,
     )
     assert shown == topics
     kept = {

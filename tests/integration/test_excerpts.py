@@ -11,7 +11,10 @@ from core.deps import Deps
 from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
-from nodes.response.passages import CUT, passage_scores
+from nodes.response.ranking.passages import CUT, passage_scores
+from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.weights import Ranking
+from nodes.response.rerank_selection import ShownTopics
 from nodes.response.search import hybrid_search
 from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import tokens
@@ -72,13 +75,14 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
         SelectedTopic(id=garden, reason="the garden", excerpt=None, score=1.0),
         SelectedTopic(id=zoo, reason="the zoo trip", excerpt=None, score=0.9),
     ]
-    whole, used = topics_section(deps.store, USER, selected, 8000, found["evidence"]["text_hits"])
+    shown, recall = ShownTopics(selected, []), Recall(text_hits=found["evidence"]["text_hits"])
+    whole, used = topics_section(deps.store, USER, shown, 8000, recall)
     assert "(excerpt)" not in whole and "Mulch helps" in whole and "plush penguin" in whole
     assert "Topic: Garden work" in whole and "Topic: A day at the zoo" in whole
     assert [(topic["id"], topic["cut"]) for topic in used] == [(garden, False), (zoo, False)]
 
     budget = 260
-    cut, used = topics_section(deps.store, USER, selected, budget, found["evidence"]["text_hits"])
+    cut, used = topics_section(deps.store, USER, shown, budget, recall)
     assert tokens(cut) <= budget
     assert (zoo, True) in [(topic["id"], topic["cut"]) for topic in used]
     # The answer ("called it Caramel") has no word of the question: it is kept as the
@@ -89,7 +93,7 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
     assert f"=== Topic {zoo} (excerpt) ===\nDate: " in cut
     assert "Topic: A day at the zoo" not in cut
     # Without the hits, the same budget keeps what comes first and loses the answer.
-    blind, _ = topics_section(deps.store, USER, selected, budget, [])
+    blind, _ = topics_section(deps.store, USER, shown, budget, Recall())
     assert tokens(blind) <= budget and "called it Caramel" not in blind
 
 
@@ -100,7 +104,9 @@ async def test_the_cut_fits_its_room_with_the_headers_it_is_shown_with(deps: Dep
     hits = [[row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]]]
     seen = set()
     for room in range(60, 3000, 7):
-        shown, excerpts = relevant_excerpts(deps.store, USER, [garden, zoo], hits, room, 60)
+        shown, excerpts = relevant_excerpts(
+            deps.store, USER, [garden, zoo], Recall(text_hits=hits), Ranking(), room
+        )
         text = render_topics_content(deps.store, USER, shown, excerpts=excerpts)
         assert len(text) <= room, room
         for topic_id in shown:
@@ -118,7 +124,13 @@ async def test_a_rerankers_excerpt_is_kept_and_other_users_topics_are_never_show
     hits = [[row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]]]
     given = {garden: "[User]: I planted tomatoes and basil."}
     shown, excerpts = relevant_excerpts(
-        deps.store, USER, [garden, foreign["id"], zoo], hits, 900, 60, given=given
+        deps.store,
+        USER,
+        [garden, foreign["id"], zoo],
+        Recall(text_hits=hits),
+        Ranking(),
+        900,
+        given,
     )
     assert shown == [garden, zoo]
     assert excerpts[garden] == given[garden]
@@ -185,7 +197,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
 
     def excerpt(queries: list[str], run: ResponseContext | None = None) -> str:
         shown, excerpts = relevant_excerpts(
-            deps.store, USER, topic_ids, hits, max_chars, 60, queries=queries, context=run
+            deps.store, USER, topic_ids, Recall(queries, hits), Ranking.of(run), max_chars
         )
         assert shown == [art["id"]]
         return excerpts[art["id"]]
@@ -240,7 +252,7 @@ async def test_a_long_answer_that_does_not_fit_gives_its_relevant_passage(deps: 
     room = 700
     assert len(LISBON_ANSWER) > context.tuning.excerpt_long_answer_chars > room
     shown, excerpts = relevant_excerpts(
-        deps.store, USER, [topic["id"]], [], room, 60, context=context, scores=scores
+        deps.store, USER, [topic["id"]], Recall(scores=scores), Ranking.of(context), room
     )
     text = render_topics_content(deps.store, USER, shown, excerpts=excerpts)
     assert len(text) <= room
@@ -248,11 +260,11 @@ async def test_a_long_answer_that_does_not_fit_gives_its_relevant_passage(deps: 
     assert f"{CUT} The Belem" in excerpts[topic["id"]]
     assert "pack a light jacket" not in excerpts[topic["id"]]
     shown, excerpts = relevant_excerpts(
-        deps.store, USER, [topic["id"]], [], room, 60, context=context
+        deps.store, USER, [topic["id"]], Recall(), Ranking.of(context), room
     )
     assert "Belem" not in "".join(excerpts.values())
     for room in range(60, 5000, 37):
         shown, excerpts = relevant_excerpts(
-            deps.store, USER, [topic["id"]], [], room, 60, context=context, scores=scores
+            deps.store, USER, [topic["id"]], Recall(scores=scores), Ranking.of(context), room
         )
         assert len(render_topics_content(deps.store, USER, shown, excerpts=excerpts)) <= room

@@ -20,7 +20,7 @@ from core.records import NewMessage
 from core.state import ResponseState, SelectedTopic, TopicCandidate
 from nodes.response.assemble import make_assemble, recalled_sections, topics_section
 from nodes.response.offline_answer import make_offline_answer
-from nodes.response.rerank_selection import fallback_selection
+from nodes.response.rerank_selection import ShownTopics, fallback_selection
 from nodes.response.session_summary import make_extractive_summary, make_summarise
 from nodes.shared.budget import tokens
 from tests.support.messages import new_messages
@@ -225,14 +225,14 @@ async def test_recalled_topics_stay_within_their_budget(deps: Deps):
     )
     (topic,) = deps.store.topics.save(USER, [("Garden plans", [row["id"] for row in rows])])
     selected = [SelectedTopic(id=topic["id"], reason="the garden", excerpt=None, score=1.0)]
-    small, used_small = topics_section(deps.store, USER, selected, budget=300)
+    small, used_small = topics_section(deps.store, USER, ShownTopics(selected, []), budget=300)
     assert tokens(small) <= 300
     assert "=== Topic" in small and "- Topic " in small and "the garden" in small
     assert used_small == [{**selected[0], "cut": True}]
-    whole, used_whole = topics_section(deps.store, USER, selected, budget=8000)
+    whole, used_whole = topics_section(deps.store, USER, ShownTopics(selected, []), budget=8000)
     assert tokens(whole) > 300 and "5: a long message" in whole
     assert used_whole == [{**selected[0], "cut": False}]
-    assert topics_section(deps.store, USER, [], budget=8000) == ("", [])
+    assert topics_section(deps.store, USER, ShownTopics([], []), budget=8000) == ("", [])
 
 
 SUBJECTS = ["garden", "bicycle", "chess club", "sourdough", "guitar", "tax return", "aquarium"]

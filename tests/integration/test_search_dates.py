@@ -12,7 +12,7 @@ from core.deps import Deps
 from core.records import parse_timestamp
 from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections
-from nodes.response.dates import dated_messages
+from nodes.response.hits import dated_messages
 from nodes.response.search import hybrid_search
 from tests.support.messages import new_messages
 

@@ -7,8 +7,8 @@ import pytest
 
 from core.context import ResponseContext
 from core.deps import Deps
+from nodes.response.hits import message_search
 from nodes.response.search import hybrid_search
-from nodes.response.speakers import message_search
 from tests.support.messages import new_messages
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,5 +1,6 @@
-"""The search's candidates in the order of their best message (`nodes.response.topic_order`),
-on a real store (both engines): one strong match outranks many weak ones."""
+"""The search's candidates in the order of their best message
+(`nodes.response.ranking.recall.order_topics`), on a real store (both
+engines): one strong match outranks many weak ones."""
 
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def test_a_passage_hit_counts_for_the_message_that_carried_its_document(deps: De
 
 def test_a_hit_by_a_speaker_the_question_leaves_out_does_not_lift_its_topic(deps: Deps) -> None:
     """ "What did Alexei cook?": Topica's line naming the dish is a question asked of
-    Alexei, worth only the reply beside it (`nodes.response.speakers`); Alexei's own line
+    Alexei, worth only the reply beside it (`nodes.response.ranking.speakers`); Alexei's own line
     about cooking decides."""
     topics = {}
     for name, lines in (

@@ -1,12 +1,12 @@
-"""The search's candidates by their best message (`nodes.response.topic_order`), worked out
-by hand (on a real store: tests/integration/test_topic_order.py)."""
+"""The search's candidates by their best message
+(`nodes.response.ranking.recall.order_topics`), worked out by hand
+(on a real store: tests/integration/test_topic_order.py)."""
 
 from __future__ import annotations
 
 from pytest import approx
 
-from nodes.response.excerpts import message_scores
-from nodes.response.topic_order import by_best_message
+from nodes.response.ranking.messages import by_best_message, message_scores
 
 
 def test_a_topic_is_as_relevant_as_its_best_message() -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from nodes.response.dates import month_number, named_periods
+from nodes.response.ranking.dates import month_number, named_periods
 
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 

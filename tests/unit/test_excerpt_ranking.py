@@ -10,14 +10,14 @@ import pytest
 from core.context import ResponseContext
 from core.records import Member
 from core.tuning import packaged_tuning
-from nodes.response.excerpts import (
-    left_out,
+from nodes.response.ranking.messages import (
     long_answers,
     message_scores,
     rank_topic_messages,
-    ranking_weights,
     replies_after,
 )
+from nodes.response.ranking.recall import speaker_rules
+from nodes.response.ranking.weights import Ranking
 
 PROFILE = packaged_tuning()
 LEAD_HITS = PROFILE.excerpt_lead_hits
@@ -140,12 +140,17 @@ def test_a_hit_by_a_speaker_the_question_leaves_out_only_lends_its_neighbours() 
 
 
 def test_a_context_can_turn_the_speaker_rule_off() -> None:
-    authors = {1: "Melanie", 2: "Caroline"}
+    members = [member(1, 1, 0.0, "Melanie"), member(2, 2, 1.0, "Caroline")]
     on = ResponseContext(user_id=1)
     off = ResponseContext(user_id=1).tuned(excerpt_named_speakers=False)
-    assert left_out(on, ["What has Melanie painted?"], authors) == {2}
-    assert left_out(None, ["What has Melanie painted?"], authors) == {2}
-    assert left_out(off, ["What has Melanie painted?"], authors) == set()
+
+    def unnamed(context: ResponseContext | None) -> frozenset[int]:
+        rules = speaker_rules(Ranking.of(context), ["What has Melanie painted?"], members)
+        return rules["unnamed"]
+
+    assert unnamed(on) == {2}
+    assert unnamed(None) == {2}
+    assert unnamed(off) == set()
 
 
 def test_messages_of_a_named_day_vote_as_one_more_list_and_never_lead() -> None:
@@ -182,10 +187,10 @@ def test_a_hits_share_fades_with_each_place_away() -> None:
 
 
 def test_the_context_sets_the_neighbours_reach() -> None:
-    assert ranking_weights(ResponseContext(user_id=1))["neighbour_reach"] == NEIGHBOUR_REACH
+    assert Ranking.of(ResponseContext(user_id=1)).weights()["neighbour_reach"] == NEIGHBOUR_REACH
     context = ResponseContext(user_id=1).tuned(excerpt_neighbour_reach=2)
-    assert ranking_weights(context)["neighbour_reach"] == 2
-    assert ranking_weights(None) == ranking_weights(ResponseContext(user_id=1))
+    assert Ranking.of(context).weights()["neighbour_reach"] == 2
+    assert Ranking().weights() == Ranking.of(ResponseContext(user_id=1)).weights()
 
 
 def member(message_id: int, seq: int, ts: float, author: str | None) -> Member:
@@ -206,7 +211,7 @@ def test_replies_are_what_another_speaker_says_next_in_the_sitting() -> None:
         member(5, 5, 30.0 + 59 * 60, "Bo"),
         member(6, 6, 30.0 + 59 * 60 + 3600, "Bo"),
     ]
-    assert replies_after(messages, context) == {
+    assert replies_after(messages, Ranking.of(context)) == {
         1: [(2, 1), (3, 2)],  # 4 is Ann's own
         2: [(4, 2)],
         3: [(4, 1)],
@@ -214,17 +219,25 @@ def test_replies_are_what_another_speaker_says_next_in_the_sitting() -> None:
     }
     # Within the reach only, and never past a gap in the conversation (seq 7 is not
     # among them) nor where the time goes back (an older conversation stored later).
-    assert replies_after(messages, context.tuned(excerpt_neighbour_reach=1))[1] == [(2, 1)]
-    assert replies_after([member(1, 1, 0.0, "Ann"), member(8, 8, 5.0, "Bo")], context) == {}
-    assert replies_after([member(1, 1, 50.0, "Ann"), member(2, 2, 5.0, "Bo")], context) == {}
+    assert replies_after(messages, Ranking.of(context.tuned(excerpt_neighbour_reach=1)))[1] == [
+        (2, 1)
+    ]
+    assert (
+        replies_after([member(1, 1, 0.0, "Ann"), member(8, 8, 5.0, "Bo")], Ranking.of(context))
+        == {}
+    )
+    assert (
+        replies_after([member(1, 1, 50.0, "Ann"), member(2, 2, 5.0, "Bo")], Ranking.of(context))
+        == {}
+    )
     # Without an author, the role tells the speakers apart.
     unnamed = [Member(1, None, "user", 1, 0.0), Member(2, None, "assistant", 2, 1.0)]
-    assert replies_after(unnamed, context) == {1: [(2, 1)]}
+    assert replies_after(unnamed, Ranking.of(context)) == {1: [(2, 1)]}
     # A pause over `topic_max_gap` ends a sitting even under a longer interval.
     wide = ResponseContext(user_id=1, chunk_interval_s=10**9, topic_max_gap_s=60)
     pair = [member(1, 1, 0.0, "Ann"), member(2, 2, 61.0, "Bo")]
-    assert replies_after(pair, wide) == {}
-    assert replies_after([], context) == {}
+    assert replies_after(pair, Ranking.of(wide)) == {}
+    assert replies_after([], Ranking.of(context)) == {}
 
 
 def test_a_hits_share_crosses_a_topics_bound_to_its_replies_only() -> None:
@@ -271,8 +284,10 @@ def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> No
         row(2, "assistant", limit + 1),
         row(3, "assistant", limit),
     ]
-    assert long_answers(rows, None) == {2}
-    assert long_answers(rows, ResponseContext(user_id=1).tuned(excerpt_long_answer_chars=10)) == {
+    assert long_answers(rows) == {2}
+    assert long_answers(
+        rows, ResponseContext(user_id=1).tuned(excerpt_long_answer_chars=10).tuning
+    ) == {
         2,
         3,
     }

@@ -149,6 +149,41 @@ def test_the_foundation_imports_nothing_of_the_project():
     assert foreign == set()
 
 
+RANKING = "nodes.response.ranking"
+RANKING_MAY_IMPORT = ("core.", "nodes.shared.clock", "stores.fulltext", RANKING)
+"""The ranking package is pure: it reads no store and calls no model (`core.deps` holds
+them); `stores.fulltext` lends it the word stems full-text search matches by."""
+IMPURE_LIBRARIES = ("chromadb", "langchain", "langgraph", "psycopg", "sqlite3", "aiogram")
+
+
+def libraries_of(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_ranking_reads_no_store_and_calls_no_model():
+    modules = {name: path for name, path in project_modules().items() if name.startswith(RANKING)}
+    assert len(modules) >= 5
+    graph = import_graph()
+    wrong = {
+        f"{name} imports {target}"
+        for name in modules
+        for target in graph[name]
+        if target == "core.deps" or not target.startswith(RANKING_MAY_IMPORT)
+    }
+    wrong |= {
+        f"{name} imports {library}"
+        for name, path in modules.items()
+        for library in libraries_of(path) & set(IMPURE_LIBRARIES)
+    }
+    assert wrong == set()
+
+
 def test_no_source_file_is_over_400_lines():
     long = {
         str(path.relative_to(ROOT)): lines

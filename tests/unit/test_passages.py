@@ -6,7 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodes.response.passages import CUT, cut_text, long_messages, passage_order, split_passages
+from nodes.response.ranking.passages import (
+    CUT,
+    cut_text,
+    long_messages,
+    passage_order,
+    split_passages,
+)
 
 
 @given(st.text(alphabet="ab .!\n", max_size=600), st.integers(min_value=1, max_value=80))

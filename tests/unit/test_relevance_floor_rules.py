@@ -13,7 +13,7 @@ from bench.relevance_floor import (
     gated_share,
     null_floor,
 )
-from nodes.response.relevance import (
+from nodes.response.ranking.floors import (
     RelevanceFloors,
     SizeCurve,
     best_scores,

@@ -19,9 +19,9 @@ from core.state import ResponseState
 from graphs.response import build_response_graph
 from nodes.response.enrich import clean_query, make_enrich, raw_query
 from nodes.response.finalize import sanitize, strip_runaway_json
-from nodes.response.fusion import rrf_scores, topic_votes
-from nodes.response.hits import search_queries
 from nodes.response.offline_answer import language_of
+from nodes.response.ranking.fusion import rrf_scores, topic_votes
+from nodes.response.ranking.recall import search_queries
 from nodes.response.respond import make_respond, reply_command, route_after_tools
 
 USER = 1

@@ -4,7 +4,7 @@ tests/integration/test_search_speakers.py."""
 
 from __future__ import annotations
 
-from nodes.response.speakers import named_speakers, unnamed_authors, without_names
+from nodes.response.ranking.speakers import named_speakers, unnamed_authors, without_names
 
 
 def test_the_speakers_a_question_names() -> None:

@@ -246,7 +246,7 @@ def test_save_topics_points_members_at_their_topic_and_measures_characters(
 def test_a_memory_is_counted_by_archived_messages_and_topics_up_to_a_bound(
     store: RelationalStore, make_messages
 ):
-    """What the relevance floors are sized by (nodes.response.relevance.SizeCurve)."""
+    """What the relevance floors are sized by (nodes.response.ranking.floors.SizeCurve)."""
     rows = store.messages.add(1, make_messages(["a", "b", "c", "d", "e"]))
     store.messages.add(2, make_messages(["x", "y", "z"], prefix="other"))
     assert store.messages.archived_count(1, 100) == store.topics.count(1, 100) == 0

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from core.ports import Store
 from stores.fulltext import query_stems
 
 
@@ -62,21 +61,3 @@ def without_names(query: str, names: Iterable[str]) -> str | None:
     if len(kept) == len(words) or not query_stems(" ".join(kept)):
         return None
     return " ".join(kept)
-
-
-def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-    """BM25 over the user's archived conversation: (message id, score), best first.
-
-    When the query names some of the hits' authors but not all (`named_speakers`), the
-    hits are those of the query without the names: a person's name is written by the
-    others, who address them by it, so it would rank their lines over the named
-    person's own (`nodes.response.speakers`). A query with no capitalised word names
-    nobody, so the hits' authors are not read."""
-    found = store.messages.search(user_id, query, limit)
-    if not name_stems(query):
-        return found
-    named = named_speakers(
-        [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
-    )
-    rest = without_names(query, named) if named else None
-    return store.messages.search(user_id, rest, limit) if rest else found

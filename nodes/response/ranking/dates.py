@@ -27,12 +27,7 @@ moments.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import date, datetime, timedelta
-
-from core.context import ResponseContext
-from core.ports import Store
-from nodes.shared.clock import turn_moment
 
 ENGLISH_MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -251,35 +246,3 @@ def named_periods(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
         start = datetime(first.year, first.month, first.day, tzinfo=now.tzinfo)
         periods[(start, start + timedelta(days=(last - first).days + 1))] = None
     return list(periods)
-
-
-DATED_READ = 2_000
-"""Messages read per day or month a question names, at most (ids only)."""
-
-
-def dated_messages(
-    store: Store, context: ResponseContext, queries: Sequence[str], found: Sequence[Sequence[int]]
-) -> list[int]:
-    """The user's archived messages written on the days and in the months the queries
-    name (`nodes.response.dates`, in the turn's time zone), at most `message_hits_count`:
-    those the other lists `found` first (by their best rank there), then the rest in the
-    order they were written. A date in a question says when the thing asked about was
-    said, whatever words it was said in."""
-    moment = turn_moment(context)
-    periods = dict.fromkeys(period for query in queries for period in named_periods(query, moment))
-    written: dict[int, None] = {}
-    for start, end in periods:
-        ids = store.messages.written_between(
-            context.user_id, start.timestamp(), end.timestamp(), DATED_READ
-        )
-        written.update(dict.fromkeys(ids))
-    if not written:
-        return []
-    best: dict[int, int] = {}
-    for hits in found:
-        for rank, message_id in enumerate(hits):
-            if message_id in written and rank < best.get(message_id, rank + 1):
-                best[message_id] = rank
-    order = {message_id: index for index, message_id in enumerate(written)}
-    ranked = sorted(written, key=lambda i: (best.get(i, len(order)), order[i]))
-    return ranked[: context.tuning.message_hits_count]

@@ -1,0 +1,104 @@
+"""What of the ranked messages fits a context's budget of characters."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from core.records import MessageRow
+from core.text import transcript
+from nodes.response.ranking.passages import CUT, Item, cut_line
+from nodes.response.ranking.recall import Recall, rank_items
+from nodes.response.ranking.weights import Ranking
+
+BLOCK_CHARS = 4
+"""A topic block's characters besides its header and lines: the blank line after the
+header and the blank line between blocks (`render_topics_content`)."""
+
+
+def fill_budget(
+    members: Sequence[tuple[int, Sequence[MessageRow]]],
+    headers: Mapping[int, tuple[int, int]],
+    recall: Recall,
+    ranking: Ranking,
+    max_chars: int,
+    given: Mapping[int, str] | None = None,
+) -> tuple[list[int], dict[int, str]]:
+    """The topics of `headers` cut to their most relevant messages within `max_chars`.
+
+    `headers` are every topic to show, in order, with its header's size when shown in
+    part and whole; `members` are the messages of those not `given` (the reranker's
+    excerpts, which keep their text and take their room first). Returns the topics that
+    keep something (in order) and an excerpt for each topic shown in part; a topic absent
+    from the excerpts is shown whole."""
+    given = dict(given or {})
+    used = sum(headers[t][0] + BLOCK_CHARS + len(text) for t, text in given.items() if t in headers)
+    items, passages = rank_items(members, recall, ranking)
+    fitted = Fitting(members, passages, headers, used)
+    for item in items:
+        fitted.add(item, max_chars)
+    excerpts = dict(given)
+    for topic_id, messages in members:
+        shown = [m for m in messages if fitted.line(m) is not None]
+        if shown and len(fitted.whole[topic_id]) < len(messages):
+            excerpts[topic_id] = "\n".join(fitted.line(m) or "" for m in shown)
+    kept = [t for t in headers if t in given or t in fitted.opened]
+    return kept, excerpts
+
+
+class Fitting:
+    """What of the ranked items fits a budget of characters (`fill_budget`): a topic
+    costs its short header when first shown and its full one when it becomes whole; a
+    message costs its line, a passage its text (and the line's label, for a message's
+    first). An item that does not fit is skipped: a shorter one further down may."""
+
+    def __init__(
+        self,
+        members: Sequence[tuple[int, Sequence[MessageRow]]],
+        passages: Mapping[int, Sequence[str]],
+        headers: Mapping[int, tuple[int, int]],
+        used: int,
+    ) -> None:
+        self.rows = {m["id"]: m for _, messages in members for m in messages}
+        self.lines = {i: transcript([m]) for i, m in self.rows.items()}
+        self.sizes = {topic_id: len(messages) for topic_id, messages in members}
+        self.passages = passages
+        self.headers = headers
+        self.used = used
+        self.whole: dict[int, set[int]] = defaultdict(set)
+        self.parts: dict[int, set[int]] = defaultdict(set)
+        self.opened: set[int] = set()
+        self.complete: set[int] = set()
+
+    def add(self, item: Item, max_chars: int) -> None:
+        topic_id, message_id, index = item
+        if index is None:
+            cost, completes = len(self.lines[message_id]) + 1, True
+        else:
+            label = len(self.lines[message_id]) - len(self.rows[message_id]["content"])
+            cost = len(self.passages[message_id][index]) + 2 * len(CUT) + 2
+            cost += 0 if self.parts[message_id] else label + 1
+            completes = len(self.parts[message_id]) + 1 == len(self.passages[message_id])
+        short, full = self.headers[topic_id]
+        if topic_id not in self.opened:
+            cost += short + BLOCK_CHARS
+        if completes and len(self.whole[topic_id]) + 1 == self.sizes[topic_id]:
+            cost += full - short  # the topic becomes whole: its full header
+        if self.used + cost > max_chars:
+            return
+        self.used += cost
+        self.opened.add(topic_id)
+        if index is not None:
+            self.parts[message_id].add(index)
+        if completes:
+            self.whole[topic_id].add(message_id)
+            self.complete.add(message_id)
+
+    def line(self, message: MessageRow) -> str | None:
+        """The message's line as shown (in part: its chosen passages), None if not shown."""
+        message_id = message["id"]
+        if message_id in self.complete:
+            return self.lines[message_id]
+        if self.parts.get(message_id):
+            return cut_line(message, self.passages[message_id], self.parts[message_id])
+        return None

@@ -1,0 +1,148 @@
+"""A turn's recalled messages in the order a context takes them."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.ports import Embedder
+from core.records import Member, MessageRow
+from core.state import NO_EVIDENCE
+from nodes.response.ranking.messages import (
+    by_best_message,
+    long_answers,
+    message_scores,
+    rank_topic_messages,
+    replies_after,
+)
+from nodes.response.ranking.passages import (
+    Item,
+    PassageScores,
+    long_messages,
+    passage_order,
+    passage_scores,
+)
+from nodes.response.ranking.speakers import unnamed_authors
+from nodes.response.ranking.weights import Ranking
+
+
+def search_queries(text: str, enriched: str | None) -> list[str]:
+    """The distinct, non-empty queries of a turn: the raw message first."""
+    queries: dict[str, str] = {}
+    for query in (text, enriched or ""):
+        key = " ".join(query.split()).casefold()
+        if key:
+            queries.setdefault(key, query.strip())
+    return list(queries.values())
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What a turn's messages are ranked by: its queries (whose speakers they name) and
+    the search's evidence (`core.state.Evidence`): full-text hits per query, vector hits
+    (a passage hit as its message), the messages written when the question says. With
+    `scores`, long messages are shown by their passages most like the queries."""
+
+    queries: Sequence[str] = ()
+    text_hits: Sequence[Sequence[int]] = ()
+    vector_hits: Sequence[Sequence[int]] = ()
+    dated: Sequence[int] = ()
+    scores: PassageScores | None = None
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any], embedder: Embedder | None = None) -> Recall:
+        """A response run's recall (`text`, `query`, `evidence`); with `embedder`, its
+        passages scored by it."""
+        queries = search_queries(state["text"], state.get("query"))
+        evidence = state.get("evidence") or NO_EVIDENCE
+        return cls(
+            queries,
+            evidence["text_hits"],
+            evidence["vector_hits"],
+            evidence["dated"],
+            passage_scores(embedder, queries) if embedder is not None else None,
+        )
+
+
+def speaker_rules(ranking: Ranking, queries: Sequence[str], members: Sequence[Member]) -> dict:
+    """`message_scores`' `unnamed` and `replies` for `members` (the ranked messages): the
+    hits that only lend their share (`unnamed_authors`, unless `excerpt_named_speakers`
+    is off) and the replies a hit's share reaches across a topic's bound (`replies_after`)."""
+    authors = {member.id: member.author for member in members}
+    named = ranking.tuning.excerpt_named_speakers
+    return {
+        "unnamed": unnamed_authors(queries, authors) if named else frozenset(),
+        "replies": replies_after(members, ranking),
+    }
+
+
+def order_topics(
+    members: Mapping[int, Sequence[Member]],
+    fused: Sequence[int],
+    recall: Recall,
+    ranking: Ranking,
+) -> list[tuple[int, float]]:
+    """The `fused` topics (best first by fused score) ordered by their best message, each
+    with that message's score; `members` are their messages (a topic absent there has
+    none and comes last). No hit leads: leading is a rule for filling a budget."""
+    ids = [(topic_id, [member.id for member in members.get(topic_id, ())]) for topic_id in fused]
+    found = [member for topic_id in fused for member in members.get(topic_id, ())]
+    weights = ranking.weights()
+    weights.pop("lead")
+    weights.pop("vector_lead")
+    score, _ = message_scores(
+        ids,
+        recall.text_hits,
+        ranking.tuning.rrf_k,
+        vector_lists=recall.vector_hits,
+        dated=recall.dated,
+        **speaker_rules(ranking, recall.queries, found),
+        **weights,
+    )
+    return by_best_message(ids, score)
+
+
+def rank_members(
+    members: Sequence[tuple[int, Sequence[MessageRow]]],
+    recall: Recall,
+    ranking: Ranking,
+    cut: Collection[int] = frozenset(),
+) -> list[tuple[int, int]]:
+    """(topic id, message id) of every message of `members` (topics, best first, with
+    their messages in conversation order), most relevant first (`rank_topic_messages`).
+    A long answer among `cut` (shown by passages) keeps its rank when
+    `excerpt_passages_in_place` says so."""
+    rows = [m for _, messages in members for m in messages]
+    answers = long_answers(rows, ranking.tuning)
+    if ranking.tuning.excerpt_passages_in_place:
+        answers = answers - frozenset(cut)
+    return rank_topic_messages(
+        [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
+        recall.text_hits,
+        ranking.tuning.rrf_k,
+        vector_lists=recall.vector_hits,
+        dated=recall.dated,
+        **speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows]),
+        **ranking.weights(),
+        answers=answers,
+    )
+
+
+def rank_items(
+    members: Sequence[tuple[int, Sequence[MessageRow]]], recall: Recall, ranking: Ranking
+) -> tuple[list[Item], dict[int, list[str]]]:
+    """`rank_members`' order with long messages shown by passages (`passage_order`, scored
+    by `recall.scores`; None: every message whole), and those passages."""
+    tuning = ranking.tuning
+    rows = {m["id"]: m for _, messages in members for m in messages}
+    scores = recall.scores
+    passages = (
+        long_messages(rows, tuning.excerpt_long_answer_chars, tuning.excerpt_passage_chars)
+        if scores is not None
+        else {}
+    )
+    ranked = rank_members(members, recall, ranking, cut=frozenset(passages))
+    if not passages or scores is None:
+        return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
+    return passage_order(ranked, passages, scores), passages
