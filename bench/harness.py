@@ -34,6 +34,7 @@ from bench.corpus import Corpus
 from bench.locomo import Conversation, Question
 from bench.scoring import (
     ConversationRun,
+    EvalSetup,
     EvidenceReport,
     recalled_nothing,
     results_dict,
@@ -94,19 +95,15 @@ async def ingest(
 async def evaluate_conversation(
     conversation: Conversation,
     methods: Sequence[Method],
-    *,
-    settings: Settings,
-    embedder: Embedder,
-    ks: Sequence[int],
-    budgets: Sequence[int],
-    budget: int,
+    setup: EvalSetup,
     progress: ProgressBoard,
-    benchmark: Benchmark,
 ) -> ConversationRun:
     safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
     data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{safe_name}-"))
     try:
-        corpus, ingest_report = await ingest(settings, embedder, conversation, data_dir, progress)
+        corpus, ingest_report = await ingest(
+            setup.settings, setup.embedder, conversation, data_dir, progress
+        )
         try:
             for method in methods:
                 await method.prepare(corpus)
@@ -116,21 +113,21 @@ async def evaluate_conversation(
             questions = [
                 q
                 for q in conversation.questions
-                if benchmark.answerable(q) or benchmark.abstains(q)
+                if setup.benchmark.answerable(q) or setup.benchmark.abstains(q)
             ]
             run = ConversationRun(conversation.sample_id, evidence_report, ingest_report)
             asking = progress.task(
                 f"{conversation.sample_id}: questions", total=len(questions), unit="questions"
             )
             for question in questions:
-                if benchmark.abstains(question):
+                if setup.benchmark.abstains(question):
                     await abstain(run, corpus, question, methods)
                     asking.advance()
                     continue
                 evidence = usable_evidence(question, known, evidence_report)
                 if evidence:
                     await answer_question(
-                        run, corpus, question, evidence, methods, unit_maps, ks, budgets, budget
+                        run, corpus, question, evidence, methods, unit_maps, setup
                     )
                 asking.advance()
             asking.finish(remove=True)
@@ -151,9 +148,7 @@ async def answer_question(
     evidence: list[str],
     methods: Sequence[Method],
     unit_maps: dict[str, dict[str, str]],
-    ks: Sequence[int],
-    budgets: Sequence[int],
-    budget: int,
+    setup: EvalSetup,
 ) -> None:
     # The question is encoded once up front and its time added to every method that
     # embeds, so no method profits from another's cached query vector.
@@ -176,9 +171,9 @@ async def answer_question(
                 retrieval,
                 evidence,
                 question.category,
-                ks=ks,
-                budgets=budgets,
-                budget=budget,
+                ks=setup.ks,
+                budgets=setup.budgets,
+                budget=setup.budget,
                 unit_of=unit_maps[method.name],
                 latency_ms=latency_ms,
             )
@@ -233,7 +228,7 @@ async def evaluate(
         raise ValueError(f"no conversations in {data}")
     budgets = sorted({*budgets, budget})
     ks = sorted(set(ks) | {5, 10})
-    embedder = build_embedder(settings)
+    setup = EvalSetup(settings, build_embedder(settings), benchmark, ks, budgets, budget)
     console = console or Console(stderr=True)
     runs: list[ConversationRun] = []
     started = time.perf_counter()
@@ -242,23 +237,9 @@ async def evaluate(
         for conversation in selected:
             overall.update(description=f"conversations: {conversation.sample_id}")
             instances = methods() + (crossval.variants() if cross_validate else [])
-            runs.append(
-                await evaluate_conversation(
-                    conversation,
-                    instances,
-                    settings=settings,
-                    embedder=embedder,
-                    ks=ks,
-                    budgets=budgets,
-                    budget=budget,
-                    progress=progress,
-                    benchmark=benchmark,
-                )
-            )
+            runs.append(await evaluate_conversation(conversation, instances, setup, progress))
             overall.advance()
-    result = results_dict(
-        runs, settings, embedder, ks=ks, budgets=budgets, budget=budget, benchmark=benchmark
-    )
+    result = results_dict(runs, setup)
     result["setup"]["methods"] = {
         method.name: getattr(method, "config", {})
         for method in instances

@@ -215,18 +215,25 @@ def by_method(answers: Sequence[Answer]) -> dict[str, list[Answer]]:
     return grouped
 
 
-def results_dict(
-    runs: Sequence[ConversationRun],
-    settings: Settings,
-    embedder: Embedder,
-    *,
-    ks: Sequence[int],
-    budgets: Sequence[int],
-    budget: int,
-    benchmark: Benchmark,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EvalSetup:
+    """What one evaluation runs with: the settings and embedder every conversation is
+    stored with, the benchmark, the k of recall@k, the budgets of the recall curve and
+    the budget the report leads with."""
+
+    settings: Settings
+    embedder: Embedder
+    benchmark: Benchmark
+    ks: Sequence[int]
+    budgets: Sequence[int]
+    budget: int
+
+
+def results_dict(runs: Sequence[ConversationRun], setup: EvalSetup) -> dict[str, Any]:
     """The run's figures: overall and per conversation, by method (see `summarise`), with
     each method's abstention (`abstention_of`) where the benchmark has such questions."""
+    settings, embedder, benchmark = setup.settings, setup.embedder, setup.benchmark
+    ks, budgets, budget = setup.ks, setup.budgets, setup.budget
     conversations: dict[str, Any] = {}
     evidence_total = EvidenceReport()
     fallbacks: Counter = Counter()
