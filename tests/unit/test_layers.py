@@ -208,3 +208,12 @@ def test_the_checks_catch_what_they_look_for():
         "nodes.memory.m (nodes.memory) imports nodes.response.r (nodes.response)",
     ]
     assert cycles(graph) == [["core.a", "stores.b"]]
+    # Within one folder: two modules importing each other through a third is a cycle.
+    folder = {
+        "nodes.response.a": {"nodes.response.b"},
+        "nodes.response.b": {"nodes.response.ranking.c"},
+        "nodes.response.ranking.c": {"nodes.response.a"},
+        "nodes.response.d": {"nodes.response.a"},
+    }
+    assert upward_arrows(folder) == []
+    assert cycles(folder) == [["nodes.response.a", "nodes.response.b", "nodes.response.ranking.c"]]
