@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -33,15 +33,21 @@ def memory_thread(user_id: int) -> RunnableConfig:
     return run_config("memory", user_id)
 
 
+class ArchiveOptions(TypedDict, total=False):
+    """How a memory run archives: `archive_all` every unarchived message now (not only
+    chunks quiet for `chunk_interval`), `checkpointer` to resume an interrupted run,
+    `now_ts` the clock for staleness (None: the wall clock), `progress` a board counting
+    the messages archived against those waiting."""
+
+    archive_all: bool
+    checkpointer: BaseCheckpointSaver | None
+    now_ts: float | None
+    progress: ProgressBoard | None
+
+
 @traced("archive")
 async def archive_user(
-    deps: Deps,
-    user_id: int,
-    *,
-    archive_all: bool = False,
-    checkpointer: BaseCheckpointSaver | None = None,
-    now_ts: float | None = None,
-    progress: ProgressBoard | None = None,
+    deps: Deps, user_id: int, **options: Unpack[ArchiveOptions]
 ) -> list[MemoryState]:
     """Run the memory graph until no chunk of this user is ready; one result per chunk.
 
@@ -54,20 +60,17 @@ async def archive_user(
     worker) on the same data is waited for, so two never merge the same topics at once.
     """
     async with deps.run_lock.hold(user_id):
-        return await _archive(deps, user_id, archive_all, checkpointer, now_ts, progress)
+        return await _archive(deps, user_id, options)
 
 
-async def _archive(
-    deps: Deps,
-    user_id: int,
-    archive_all: bool,
-    checkpointer: BaseCheckpointSaver | None,
-    now_ts: float | None,
-    progress: ProgressBoard | None,
-) -> list[MemoryState]:
+async def _archive(deps: Deps, user_id: int, options: ArchiveOptions) -> list[MemoryState]:
+    checkpointer, progress = options.get("checkpointer"), options.get("progress")
     graph = build_memory_graph(deps).compile(checkpointer=checkpointer, name="memory")
     context = MemoryContext.from_settings(
-        deps.settings, user_id=user_id, archive_all=archive_all, now_ts=now_ts
+        deps.settings,
+        user_id=user_id,
+        archive_all=options.get("archive_all", False),
+        now_ts=options.get("now_ts"),
     )
     config = memory_thread(user_id)
     results: list[MemoryState] = []
@@ -162,27 +165,19 @@ async def ingest(
     async with deps.run_lock.hold(user_id):
         await asyncio.to_thread(deps.indexer.index, user_id, "messages", on_batch=counter.indexed)
         counter.done()
-        chunks = await _archive(deps, user_id, True, checkpointer, None, progress)
+        everything = ArchiveOptions(archive_all=True, checkpointer=checkpointer, progress=progress)
+        chunks = await _archive(deps, user_id, everything)
     file_ids = [message["external_id"] for message in messages]
     return await asyncio.to_thread(archive_report, deps, user_id, file_ids, new_count, chunks)
 
 
 @traced("archive_command")
-async def archive(
-    deps: Deps,
-    user_id: int,
-    *,
-    archive_all: bool = False,
-    checkpointer: BaseCheckpointSaver | None = None,
-    progress: ProgressBoard | None = None,
-) -> dict[str, Any]:
+async def archive(deps: Deps, user_id: int, **options: Unpack[ArchiveOptions]) -> dict[str, Any]:
     """Run the memory graph over the user's unarchived conversation (`archive_all`: the
     live tail too, not only chunks quiet for `chunk_interval`) and report it as `ingest`
     does, for the messages that were waiting, plus `waiting`: those still left for later."""
     waiting = await asyncio.to_thread(deps.store.messages.unarchived, user_id)
-    chunks = await archive_user(
-        deps, user_id, archive_all=archive_all, checkpointer=checkpointer, progress=progress
-    )
+    chunks = await archive_user(deps, user_id, **options)
     ids = [row["external_id"] for row in waiting]
     report = await asyncio.to_thread(archive_report, deps, user_id, ids, 0, chunks)
     # What no ready chunk took is waiting (the live tail), not uncovered.

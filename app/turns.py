@@ -221,17 +221,6 @@ async def turn_states(
             await _resolved(on_text(answer.text))
 
 
-async def stream_turn(
-    graph: CompiledStateGraph,
-    turn_input: dict[str, Any],
-    config: dict[str, Any],
-    context: ResponseContext,
-    on_text: OnText,
-) -> dict[str, Any]:
-    """Run the graph telling `on_text` of the answer's growth; the final state."""
-    return await Progress().follow(turn_states(graph, turn_input, config, context, on_text))
-
-
 class TurnOptions(TypedDict, total=False):
     """What a command-line turn may set: its moment, the message's external id (a fresh
     `turn-…` id if None), its media parts, and `on_text` to see the answer while written."""

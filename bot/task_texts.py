@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bot.texts import ENGLISH, RUSSIAN, Texts
 
@@ -39,54 +40,82 @@ class TaskTexts:
     offer_passed: str
 
 
-ENGLISH_TASKS = TaskTexts(
-    reminder="⏰ {text}",
-    late="\n<i>(late: I was offline when it was due)</i>",
-    remind_usage=f"Tell me when and what, e.g.: {EXAMPLES_EN}",
-    remind_bad=f"I can't read when or what in “{{text}}”. Examples: {EXAMPLES_EN}",
-    reminded="⏰ I'll remind you on {when}{repeats}: <i>{what}</i>",
-    repeats={"daily": ", then every day", "weekdays": ", then on weekdays", "weekly": ", weekly"},
-    tasks_empty="You have no reminders. Set one: /remind in 10 minutes stretch",
-    tasks_title="<b>Your reminders</b> (time zone {zone})",
-    task_paused="paused",
-    buttons={"pause": "⏸ Pause {n}", "resume": "▶ Resume {n}", "cancel": "✖ Cancel {n}"},
-    changed={"pause": "Paused", "resume": "Resumed", "cancel": "Cancelled"},
-    task_gone="There is no such reminder any more.",
-    timezone_set="Time zone: {zone}. Reminders use it from now on.",
-    timezone_current=f"Your time zone is {{zone}}. Change it: {ZONES}",
-    timezone_bad=f"I don't know the time zone “{{name}}”. Examples: {ZONES}",
-    offer="📝 You said: “{said}”. Shall I remind you on {when}: <i>{what}</i>?",
-    offer_buttons={"accept": "⏰ Remind me {when}", "dismiss": "No thanks"},
-    offer_dismissed="📝 No reminder for <i>{what}</i>.",
-    offer_gone="This offer is no longer open.",
-    offer_passed="That time has already passed; nothing was scheduled.",
-)
+def in_both(**texts: tuple[Any, Any]) -> tuple[TaskTexts, TaskTexts]:
+    """The English and the Russian texts, from each text's (English, Russian) pair."""
+    english, russian = ({name: pair[i] for name, pair in texts.items()} for i in (0, 1))
+    return TaskTexts(**english), TaskTexts(**russian)
 
-RUSSIAN_TASKS = TaskTexts(
-    reminder="⏰ {text}",
-    late="\n<i>(с опозданием: я был недоступен, когда пришло время)</i>",
-    remind_usage=f"Скажите, когда и о чём напомнить, например: {EXAMPLES_RU}",
-    remind_bad=f"Не могу понять, когда или о чём напомнить: «{{text}}». Примеры: {EXAMPLES_RU}",
-    reminded="⏰ Напомню {when}{repeats}: <i>{what}</i>",
-    repeats={
-        "daily": ", затем каждый день",
-        "weekdays": ", затем по будням",
-        "weekly": ", еженедельно",
-    },
-    tasks_empty="Напоминаний нет. Поставьте: /remind через 10 минут размяться",
-    tasks_title="<b>Ваши напоминания</b> (часовой пояс {zone})",
-    task_paused="на паузе",
-    buttons={"pause": "⏸ Пауза {n}", "resume": "▶ Продолжить {n}", "cancel": "✖ Отменить {n}"},
-    changed={"pause": "На паузе", "resume": "Продолжено", "cancel": "Отменено"},
-    task_gone="Такого напоминания больше нет.",
-    timezone_set="Часовой пояс: {zone}. Напоминания теперь идут по нему.",
-    timezone_current=f"Ваш часовой пояс: {{zone}}. Сменить: {ZONES}",
-    timezone_bad=f"Не знаю часовой пояс «{{name}}». Примеры: {ZONES}",
-    offer="📝 Вы писали: «{said}». Напомнить {when}: <i>{what}</i>?",
-    offer_buttons={"accept": "⏰ Напомнить {when}", "dismiss": "Не надо"},
-    offer_dismissed="📝 Не напоминаю: <i>{what}</i>.",
-    offer_gone="Это предложение уже неактуально.",
-    offer_passed="Это время уже прошло, ничего не запланировано.",
+
+ENGLISH_TASKS, RUSSIAN_TASKS = in_both(
+    reminder=("⏰ {text}", "⏰ {text}"),
+    late=(
+        "\n<i>(late: I was offline when it was due)</i>",
+        "\n<i>(с опозданием: я был недоступен, когда пришло время)</i>",
+    ),
+    remind_usage=(
+        f"Tell me when and what, e.g.: {EXAMPLES_EN}",
+        f"Скажите, когда и о чём напомнить, например: {EXAMPLES_RU}",
+    ),
+    remind_bad=(
+        f"I can't read when or what in “{{text}}”. Examples: {EXAMPLES_EN}",
+        f"Не могу понять, когда или о чём напомнить: «{{text}}». Примеры: {EXAMPLES_RU}",
+    ),
+    reminded=(
+        "⏰ I'll remind you on {when}{repeats}: <i>{what}</i>",
+        "⏰ Напомню {when}{repeats}: <i>{what}</i>",
+    ),
+    repeats=(
+        {"daily": ", then every day", "weekdays": ", then on weekdays", "weekly": ", weekly"},
+        {
+            "daily": ", затем каждый день",
+            "weekdays": ", затем по будням",
+            "weekly": ", еженедельно",
+        },
+    ),
+    tasks_empty=(
+        "You have no reminders. Set one: /remind in 10 minutes stretch",
+        "Напоминаний нет. Поставьте: /remind через 10 минут размяться",
+    ),
+    tasks_title=(
+        "<b>Your reminders</b> (time zone {zone})",
+        "<b>Ваши напоминания</b> (часовой пояс {zone})",
+    ),
+    task_paused=("paused", "на паузе"),
+    buttons=(
+        {"pause": "⏸ Pause {n}", "resume": "▶ Resume {n}", "cancel": "✖ Cancel {n}"},
+        {"pause": "⏸ Пауза {n}", "resume": "▶ Продолжить {n}", "cancel": "✖ Отменить {n}"},
+    ),
+    changed=(
+        {"pause": "Paused", "resume": "Resumed", "cancel": "Cancelled"},
+        {"pause": "На паузе", "resume": "Продолжено", "cancel": "Отменено"},
+    ),
+    task_gone=("There is no such reminder any more.", "Такого напоминания больше нет."),
+    timezone_set=(
+        "Time zone: {zone}. Reminders use it from now on.",
+        "Часовой пояс: {zone}. Напоминания теперь идут по нему.",
+    ),
+    timezone_current=(
+        f"Your time zone is {{zone}}. Change it: {ZONES}",
+        f"Ваш часовой пояс: {{zone}}. Сменить: {ZONES}",
+    ),
+    timezone_bad=(
+        f"I don't know the time zone “{{name}}”. Examples: {ZONES}",
+        f"Не знаю часовой пояс «{{name}}». Примеры: {ZONES}",
+    ),
+    offer=(
+        "📝 You said: “{said}”. Shall I remind you on {when}: <i>{what}</i>?",
+        "📝 Вы писали: «{said}». Напомнить {when}: <i>{what}</i>?",
+    ),
+    offer_buttons=(
+        {"accept": "⏰ Remind me {when}", "dismiss": "No thanks"},
+        {"accept": "⏰ Напомнить {when}", "dismiss": "Не надо"},
+    ),
+    offer_dismissed=("📝 No reminder for <i>{what}</i>.", "📝 Не напоминаю: <i>{what}</i>."),
+    offer_gone=("This offer is no longer open.", "Это предложение уже неактуально."),
+    offer_passed=(
+        "That time has already passed; nothing was scheduled.",
+        "Это время уже прошло, ничего не запланировано.",
+    ),
 )
 
 

@@ -88,6 +88,11 @@ def subcommand(
     return register
 
 
+def switch(parser: argparse.ArgumentParser, flag: str, help: str, **more: Any) -> None:
+    """An option that is off unless given (`store_true`); `more` as `add_argument` takes."""
+    parser.add_argument(flag, action="store_true", help=help, **more)
+
+
 def positional(name: str, help: str) -> Callable[[argparse.ArgumentParser], None]:
     return lambda parser: parser.add_argument(name, help=help)
 
@@ -131,11 +136,11 @@ async def cmd_ingest(args: argparse.Namespace, deps: Deps) -> None:
 
 
 def archive_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    switch(
+        parser,
         "--all",
-        action="store_true",
+        "archive the live tail too, not only chunks quiet for TOPICA_CHUNK_INTERVAL",
         dest="archive_all",
-        help="archive the live tail too, not only chunks quiet for TOPICA_CHUNK_INTERVAL",
     )
 
 
@@ -216,9 +221,7 @@ async def cmd_export(args: argparse.Namespace, deps: Deps) -> None:
 
 def ask_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="the user's message")
-    parser.add_argument(
-        "--stream", action="store_true", help="print the answer while it is written"
-    )
+    switch(parser, "--stream", "print the answer while it is written")
 
 
 @subcommand("ask", "user", "json", configure=ask_arguments)
@@ -323,9 +326,7 @@ DEMO_QUESTIONS = (
 
 
 def demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary data directory to try more on"
-    )
+    switch(parser, "--keep", "keep the temporary data directory to try more on")
 
 
 @subcommand("demo", "user", configure=demo_arguments)

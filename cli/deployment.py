@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli.commands import CommandError, require_memory, subcommand
+from cli.commands import CommandError, require_memory, subcommand, switch
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -108,15 +108,9 @@ async def doctor_llm(args: argparse.Namespace) -> None:
 
 
 def doctor_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--all", action="store_true", help="every user (instead of --user)")
-    parser.add_argument(
-        "--repair", action="store_true", help="index what is missing, delete orphan vectors"
-    )
-    parser.add_argument(
-        "--llm",
-        action="store_true",
-        help="probe what the configured chat endpoint honours (no data needed)",
-    )
+    switch(parser, "--all", "every user (instead of --user)")
+    switch(parser, "--repair", "index what is missing, delete orphan vectors")
+    switch(parser, "--llm", "probe what the configured chat endpoint honours (no data needed)")
 
 
 @subcommand("doctor", "user", "json", configure=doctor_arguments, writes=False)

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cli.commands import CommandError, subcommand
+from cli.commands import CommandError, subcommand, switch
 
 if TYPE_CHECKING:
     from core.deps import Deps
@@ -19,11 +19,7 @@ def eval_arguments(parser: argparse.ArgumentParser, data_help: str) -> None:
     parser.add_argument("--budget", type=int, default=2000, help="context budget in tokens")
     parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
     parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
-    parser.add_argument(
-        "--cross-validate",
-        action="store_true",
-        help="leave-one-conversation-out view of Topica's tuned weights",
-    )
+    switch(parser, "--cross-validate", "leave-one-conversation-out view of Topica's tuned weights")
 
 
 def locomo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,10 +127,10 @@ def floor_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("tests/data/unrelated_questions.json"),
         help="general-knowledge questions no memory answers (JSON: en, ru lists)",
     )
-    parser.add_argument(
+    switch(
+        parser,
         "--save",
-        action="store_true",
-        help="write the floors into the data directory's calibration profile of the embedder",
+        "write the floors into the data directory's calibration profile of the embedder",
     )
 
 
@@ -181,10 +177,10 @@ async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
 def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
     parser.add_argument("--turns", type=int, default=20, help="questions answered after it")
-    parser.add_argument(
+    switch(
+        parser,
         "--live",
-        action="store_true",
-        help="archive each sitting once it is over, as the bot does (default: the whole session)",
+        "archive each sitting once it is over, as the bot does (default: the whole session)",
     )
 
 

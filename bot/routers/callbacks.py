@@ -77,29 +77,22 @@ def forget_menu(
     return text, keyboard.as_markup()
 
 
-async def on_page(
-    query: CallbackQuery, callback_data: ForgetPage, deps: Deps, texts: Texts
+async def on_button(
+    query: CallbackQuery, callback_data: ForgetAction | ForgetPage, deps: Deps, texts: Texts
 ) -> None:
+    """A /forget button: its message edited to the page or the step the button leads to."""
     await query.answer()
     if not isinstance(query.message, Message):
         return
-    menu = await asyncio.to_thread(
-        forget_menu, deps, query.from_user.id, texts, callback_data.only, callback_data.page
-    )
-    if menu is None:
-        await query.message.edit_text(texts.forget_nothing)
+    user_id = query.from_user.id
+    if isinstance(callback_data, ForgetPage):
+        menu = await asyncio.to_thread(
+            forget_menu, deps, user_id, texts, callback_data.only, callback_data.page
+        )
+        text, keyboard = menu or (texts.forget_nothing, None)
+        await query.message.edit_text(text, reply_markup=keyboard)
         return
-    text, keyboard = menu
-    await query.message.edit_text(text, reply_markup=keyboard)
-
-
-async def on_forget(
-    query: CallbackQuery, callback_data: ForgetAction, deps: Deps, texts: Texts
-) -> None:
-    await query.answer()
-    if not isinstance(query.message, Message):
-        return
-    text, keyboard = await _forget_step(query.from_user.id, callback_data, deps, texts)
+    text, keyboard = await _forget_step(user_id, callback_data, deps, texts)
     await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=keyboard)
 
 
@@ -147,6 +140,6 @@ async def _forget_step(
 
 def build_router() -> Router:
     router = Router(name="callbacks")
-    router.callback_query.register(on_forget, ForgetAction.filter())
-    router.callback_query.register(on_page, ForgetPage.filter())
+    router.callback_query.register(on_button, ForgetAction.filter())
+    router.callback_query.register(on_button, ForgetPage.filter())
     return router

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -139,6 +139,20 @@ class Database:
         probes = ", ".join(f"EXISTS (SELECT 1 FROM {table} WHERE user_id = ?)" for table in tables)
         rows = self.rows(f"SELECT {probes}", [user_id] * len(tables))  # none: no such user id
         return {table for row in rows for table, held in zip(tables, row, strict=True) if held}
+
+    def claim_each(
+        self, candidates: Sequence[Any], statement: str, params: Callable[[Any], Sequence[Any]]
+    ) -> list[tuple[Any, Any]]:
+        """Run `statement` (an `UPDATE ... RETURNING` that claims one row) with
+        `params(candidate)` for each candidate, each in its own transaction: (candidate,
+        returned row) for those it claimed; one another caller claimed first is left out."""
+        claimed: list[tuple[Any, Any]] = []
+        for candidate in candidates:
+            with self.transaction() as db:
+                row = db.execute(statement, params(candidate)).fetchone()
+            if row is not None:
+                claimed.append((candidate, row))
+        return claimed
 
     def write_for_ids(self, statement: str, params: Sequence[Any], ids: Sequence[int]) -> None:
         """`statement` ending in `IN`, for the given ids, in its own transaction."""

@@ -111,18 +111,13 @@ class OfferRepository(Repository):
             "AND state = 'offered' ORDER BY id LIMIT ?",
             (at, limit),
         )
-        claimed: list[OfferRow] = []
-        for candidate in candidates:
-            with self._db.transaction() as db:
-                row = db.execute(
-                    "UPDATE reminder_offers SET sent_at = ? "
-                    "WHERE user_id = ? AND id = ? AND sent_at IS NULL "
-                    f"RETURNING {_COLUMNS}",
-                    (at, candidate["user_id"], candidate["id"]),
-                ).fetchone()
-            if row is not None:
-                claimed.append(_offer(row))
-        return claimed
+        claimed = self._db.claim_each(
+            candidates,
+            "UPDATE reminder_offers SET sent_at = ? "
+            f"WHERE user_id = ? AND id = ? AND sent_at IS NULL RETURNING {_COLUMNS}",
+            lambda candidate: (at, candidate["user_id"], candidate["id"]),
+        )
+        return [_offer(row) for _, row in claimed]
 
     def unsend(self, user_id: int, offer_id: int) -> None:
         """An offer whose send failed for a passing reason: sent again by a later pass."""

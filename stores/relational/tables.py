@@ -39,6 +39,14 @@ KIND_COLUMN = f"""kind TEXT NOT NULL DEFAULT 'conversation'
         CHECK (kind IN ({MESSAGE_KINDS}))"""
 
 
+def message_part(t: Types) -> str:
+    """The first columns of a table whose rows belong to one of the user's messages (and
+    go with it): the row's id, its user, the message."""
+    return f"""id {t.identity},
+        user_id {t.id} NOT NULL,
+        message_id {t.id} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,"""
+
+
 def core_tables(t: Types, unarchived: str, message_kind: str = "") -> str:
     """Users, topics, messages, facts and their history, and people: `unarchived` the
     index of the messages not yet in a topic, `message_kind` the messages' kind column
@@ -181,9 +189,7 @@ def media_tables(t: Types) -> str:
     again since their messages changed."""
     return f"""
     CREATE TABLE attachments (
-        id {t.identity},
-        user_id {t.id} NOT NULL,
-        message_id {t.id} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        {message_part(t)}
         name TEXT NOT NULL,
         mime_type TEXT NOT NULL,
         content TEXT NOT NULL,
@@ -201,9 +207,7 @@ def media_tables(t: Types) -> str:
     );
     CREATE INDEX passages_message ON passages(user_id, message_id);
     CREATE TABLE message_edits (
-        id {t.identity},
-        user_id {t.id} NOT NULL,
-        message_id {t.id} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        {message_part(t)}
         old_content TEXT NOT NULL,
         new_content TEXT NOT NULL,
         at TEXT NOT NULL
@@ -289,9 +293,7 @@ def reminder_offers(t: Types) -> str:
     UTC; `rule` when it repeats), and whether it was sent and answered."""
     return f"""
     CREATE TABLE reminder_offers (
-        id {t.identity},
-        user_id {t.id} NOT NULL,
-        message_id {t.id} NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        {message_part(t)}
         request TEXT NOT NULL CHECK (length(trim(request)) > 0),
         said_when TEXT NOT NULL,
         due_at TEXT NOT NULL,

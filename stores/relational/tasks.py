@@ -142,19 +142,16 @@ class TaskRepository(Repository):
             "AND (claimed_until IS NULL OR claimed_until < ?) ORDER BY next_run_at LIMIT ?",
             (at, at, limit),
         )
-        claimed: list[DueTask] = []
-        for candidate in candidates:
-            with self._db.transaction() as db:
-                row = db.execute(
-                    "UPDATE tasks SET claimed_by = ?, claimed_until = ? "
-                    "WHERE user_id = ? AND id = ? AND state = 'active' AND next_run_at <= ? "
-                    "AND (claimed_until IS NULL OR claimed_until < ?) "
-                    f"RETURNING {_TASK_COLUMNS}",
-                    (owner, until, candidate["user_id"], candidate["id"], at, at),
-                ).fetchone()
-            if row is not None:
-                claimed.append(DueTask(user_id=candidate["user_id"], task=_task(row)))
-        return claimed
+        claimed = self._db.claim_each(
+            candidates,
+            "UPDATE tasks SET claimed_by = ?, claimed_until = ? "
+            "WHERE user_id = ? AND id = ? AND state = 'active' AND next_run_at <= ? "
+            f"AND (claimed_until IS NULL OR claimed_until < ?) RETURNING {_TASK_COLUMNS}",
+            lambda candidate: (owner, until, candidate["user_id"], candidate["id"], at, at),
+        )
+        return [
+            DueTask(user_id=candidate["user_id"], task=_task(row)) for candidate, row in claimed
+        ]
 
     def finish_run(
         self,

@@ -32,6 +32,13 @@ def stored_item(deps: Deps, label: str, kind: str = "audio", data: bytes = VOICE
     return media_item(row["id"], kind, name, mime, data, label)
 
 
+def described_photo(deps: Deps, server: ScriptedOpenAI, caption: str, description: str) -> Any:
+    """A stored photo captioned `caption`, which the scripted describer describes as
+    `description`."""
+    server.script(reply(description))
+    return stored_item(deps, f"[photo] {caption}", kind="image", data=PHOTO)
+
+
 def content_of(deps: Deps, message_id: int) -> str:
     return deps.store.messages.by_ids(1, [message_id])[0]["content"]
 
@@ -141,8 +148,12 @@ async def test_a_photo_is_described_by_the_describer(
     make_deps: Callable[..., Deps], server: ScriptedOpenAI
 ) -> None:
     deps = make_deps(models={"describer": server.chat_model()})
-    server.script(reply("A red bicycle leaning on a blue door, a sign reads 'Rua Augusta 12'."))
-    photo = stored_item(deps, "[photo] where I live", kind="image", data=PHOTO)
+    photo = described_photo(
+        deps,
+        server,
+        "where I live",
+        "A red bicycle leaning on a blue door, a sign reads 'Rua Augusta 12'.",
+    )
 
     state = await MediaDigester(deps).digest(1, [photo])
 
@@ -162,8 +173,7 @@ async def test_an_edited_caption_keeps_what_the_photo_showed(
     from app.media import edit_message
 
     deps = make_deps(models={"describer": server.chat_model()})
-    server.script(reply("A red bicycle by a blue door."))
-    photo = stored_item(deps, "[photo] my bike", kind="image", data=PHOTO)
+    photo = described_photo(deps, server, "my bike", "A red bicycle by a blue door.")
     await MediaDigester(deps).digest(1, [photo])
     [attachment] = deps.store.attachments.of_messages(1, [photo["message_id"]])
     assert attachment["content"] == "A red bicycle by a blue door."

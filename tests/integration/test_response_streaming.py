@@ -19,7 +19,8 @@ import pytest
 import pytest_asyncio
 from langchain_core.messages import HumanMessage
 
-from app.turns import OnText, answer_turn, compile_response_graph, stream_turn
+from app.deadline import Progress
+from app.turns import OnText, answer_turn, compile_response_graph, turn_states
 from app.views import answer_view, export_user
 from core.context import ResponseContext
 from core.deps import Deps
@@ -92,13 +93,14 @@ async def test_the_synthesis_turn_streams_too(llm_world: ResponseWorld, server: 
     (row,) = deps.indexer.store_messages(USER, new_messages([QUESTION], prefix="synthesis"))
     seen = Collected()
 
-    state = await stream_turn(
+    states = turn_states(
         compile_response_graph(deps),
         {"text": QUESTION, "message_id": row["id"]},
         {},
         ResponseContext(user_id=USER, now_iso=NOW, max_tool_iterations=1),
         seen,
     )
+    state = await Progress().follow(states)
 
     assert state["answered_by"] == "synthesis" and state["answer"] == ANSWER
     assert seen.texts[-1] == ANSWER and len(seen.texts) >= 10

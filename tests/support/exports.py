@@ -27,97 +27,91 @@ def tg_message(number: int, sender: str, sender_id: str, text: Any, **extra: Any
     }
 
 
+def tg_chat(name: str, kind: str, chat_id: int, messages: list[dict]) -> dict:
+    """One chat of a Telegram export: its name, type (`personal_chat`, `private_group`,
+    `bot_chat`), id and messages."""
+    return {"name": name, "type": kind, "id": chat_id, "messages": messages}
+
+
 def personal_chat() -> dict:
     """Anna and her brother Oleg, in Russian: entities, a reply, an edit, media, a forward."""
     anna, oleg = ("Анна Петрова", "user1001"), ("Олег", "user2002")
-    return {
-        "name": "Олег",
-        "type": "personal_chat",
-        "id": 2002,
-        "messages": [
-            {
-                "id": 1,
-                "type": "service",
-                "date": "2023-11-14T22:00:00",
-                "date_unixtime": str(T0 - 800),
-                "actor": "Олег",
-                "actor_id": "user2002",
-                "action": "phone_call",
-                "text": "",
-            },
-            tg_message(2, *oleg, "Привет! Я купил билеты в Казань на 12 декабря"),
-            tg_message(
-                3,
-                *anna,
-                [
-                    "Отлично, ",
-                    {"type": "bold", "text": "возьми"},
-                    " тёплую куртку, там ",
-                    {"type": "link", "text": "-15"},
-                ],
-                reply_to_message_id=2,
-            ),
-            tg_message(
-                4,
-                *oleg,
-                "Поезд отходит с Казанского вокзала в 23:40",
-                edited="2023-11-14T22:20:00",
-                edited_unixtime=str(T0 + 400),
-            ),
-            tg_message(5, *anna, "", photo="photos/photo_1.jpg", width=800, height=600),
-            tg_message(
-                6,
-                *oleg,
-                "",
-                file="voice_messages/audio_1.ogg",
-                media_type="voice_message",
-                mime_type="audio/ogg",
-                duration_seconds=7,
-            ),
-            tg_message(
-                7, *oleg, "", file="stickers/sticker.webp", media_type="sticker", sticker_emoji="👍"
-            ),
-            tg_message(8, *anna, "Мама просила купить ей мёд", forwarded_from="Мама"),
-            tg_message(9, *anna, "", new_unknown_field={"x": 1}),
-            {"id": 10, "type": "unsupported_future_type", "date": "2023-11-14T22:30:00"},
-        ],
-    }
+    messages = [
+        {
+            "id": 1,
+            "type": "service",
+            "date": "2023-11-14T22:00:00",
+            "date_unixtime": str(T0 - 800),
+            "actor": "Олег",
+            "actor_id": "user2002",
+            "action": "phone_call",
+            "text": "",
+        },
+        tg_message(2, *oleg, "Привет! Я купил билеты в Казань на 12 декабря"),
+        tg_message(
+            3,
+            *anna,
+            [
+                "Отлично, ",
+                {"type": "bold", "text": "возьми"},
+                " тёплую куртку, там ",
+                {"type": "link", "text": "-15"},
+            ],
+            reply_to_message_id=2,
+        ),
+        tg_message(
+            4,
+            *oleg,
+            "Поезд отходит с Казанского вокзала в 23:40",
+            edited="2023-11-14T22:20:00",
+            edited_unixtime=str(T0 + 400),
+        ),
+        tg_message(5, *anna, "", photo="photos/photo_1.jpg", width=800, height=600),
+        tg_message(
+            6,
+            *oleg,
+            "",
+            file="voice_messages/audio_1.ogg",
+            media_type="voice_message",
+            mime_type="audio/ogg",
+            duration_seconds=7,
+        ),
+        tg_message(
+            7, *oleg, "", file="stickers/sticker.webp", media_type="sticker", sticker_emoji="👍"
+        ),
+        tg_message(8, *anna, "Мама просила купить ей мёд", forwarded_from="Мама"),
+        tg_message(9, *anna, "", new_unknown_field={"x": 1}),
+        {"id": 10, "type": "unsupported_future_type", "date": "2023-11-14T22:30:00"},
+    ]
+    return tg_chat("Олег", "personal_chat", 2002, messages)
 
 
 def group_chat() -> dict:
     """A book club in English, with a mention entity; imported only when named."""
-    return {
-        "name": "Book club",
-        "type": "private_group",
-        "id": 3003,
-        "messages": [
-            tg_message(
-                1,
-                "Mark Twen",
-                "user3001",
-                ["Next meeting we read ", {"type": "italic", "text": "Dune"}, " by Herbert"],
-            ),
-            tg_message(
-                2,
-                "Анна Петрова",
-                "user1001",
-                ["Sounds good ", {"type": "mention", "text": "@mark"}],
-            ),
-            tg_message(3, "Олег", "user2002", "I'll bring the coffee"),
-        ],
-    }
+    messages = [
+        tg_message(
+            1,
+            "Mark Twen",
+            "user3001",
+            ["Next meeting we read ", {"type": "italic", "text": "Dune"}, " by Herbert"],
+        ),
+        tg_message(
+            2,
+            "Анна Петрова",
+            "user1001",
+            ["Sounds good ", {"type": "mention", "text": "@mark"}],
+        ),
+        tg_message(3, "Олег", "user2002", "I'll bring the coffee"),
+    ]
+    return tg_chat("Book club", "private_group", 3003, messages)
 
 
 def bot_chat() -> dict:
-    return {
-        "name": "Weather bot",
-        "type": "bot_chat",
-        "id": 4004,
-        "messages": [
-            tg_message(1, "Анна Петрова", "user1001", "weather in Lisbon"),
-            tg_message(2, "Weather bot", "user4004", "Lisbon: sunny, 21 °C"),
-        ],
-    }
+    messages = [
+        tg_message(1, "Анна Петрова", "user1001", "weather in Lisbon"),
+        tg_message(2, "Weather bot", "user4004", "Lisbon: sunny, 21 °C"),
+    ]
+    return tg_chat("Weather bot", "bot_chat", 4004, messages)
 
 
 def full_export() -> dict:

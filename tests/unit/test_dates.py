@@ -21,6 +21,7 @@ def days(text: str, now: datetime = NOW) -> list[tuple[str, int]]:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        # Days and months named with their year.
         ("What dish did Nate make on 9 November, 2022?", [("2022-11-09", 1)]),
         ("What did he show me on October 13, 2023?", [("2023-10-13", 1)]),
         ("on the 9th of November 2022", [("2022-11-09", 1)]),
@@ -34,23 +35,7 @@ def days(text: str, now: datetime = NOW) -> list[tuple[str, int]]:
         ("Что было в марте 2023 года?", [("2023-03-01", 31)]),
         ("февраль 2024", [("2024-02-01", 29)]),
         ("in may 2023", [("2023-05-01", 31)]),
-    ],
-)
-def test_days_and_months_in_english_and_russian(text: str, expected: list) -> None:
-    assert days(text) == expected
-
-
-def test_a_day_without_its_year_is_the_latest_one_not_after_now() -> None:
-    assert days("What did I say on 9 November?") == [("2023-11-09", 1)]
-    assert days("Что я говорил 1 марта?") == [("2024-03-01", 1)]
-    assert days("Что я говорил 2 марта?") == [("2023-03-02", 1)]
-    assert days("on February 29") == [("2024-02-29", 1)]
-    assert days("on February 29", NOW.replace(year=2025)) == [("2024-02-29", 1)]
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
+        # Days, weeks, months and years counted back from the turn.
         ("What did I say yesterday?", [("2024-02-29", 1)]),
         ("yesterday's talk", [("2024-02-29", 1)]),
         ("the day before yesterday", [("2024-02-28", 1)]),
@@ -81,8 +66,17 @@ def test_a_day_without_its_year_is_the_latest_one_not_after_now() -> None:
         ("в прошлый понедельник", [("2024-02-26", 1)]),
     ],
 )
-def test_days_weeks_months_and_years_counted_back_from_the_turn(text: str, expected) -> None:
+def test_named_and_counted_back_periods_in_english_and_russian(text: str, expected: list) -> None:
+    """Days and months named with their year, and periods counted back from the turn."""
     assert days(text) == expected
+
+
+def test_a_day_without_its_year_is_the_latest_one_not_after_now() -> None:
+    assert days("What did I say on 9 November?") == [("2023-11-09", 1)]
+    assert days("Что я говорил 1 марта?") == [("2024-03-01", 1)]
+    assert days("Что я говорил 2 марта?") == [("2023-03-02", 1)]
+    assert days("on February 29") == [("2024-02-29", 1)]
+    assert days("on February 29", NOW.replace(year=2025)) == [("2024-02-29", 1)]
 
 
 def test_counting_back_crosses_years_and_only_the_past_is_read() -> None:
