@@ -28,6 +28,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from core.limits import (
+    DOCUMENT_MAX_DECOMPRESSED_BYTES,
+    DOCUMENT_MAX_PAGES,
+    DOCUMENT_READ_CPU_S,
+    DOCUMENT_READ_MEMORY_MB,
+    DOCUMENT_READ_TIMEOUT_S,
+    MAX_DOCUMENT_CHARS,
+)
+
 Reason = Literal["unreadable", "encrypted", "too_complex", "binary"]
 
 BOMS = (
@@ -78,12 +87,12 @@ class DocumentUnreadable(ValueError):
 class ReadLimits:
     """The bounds of one document's reading."""
 
-    cpu_s: float = 10.0
-    memory_mb: int = 1024
-    timeout_s: float = 20.0
-    max_pages: int = 1000
-    max_decompressed_bytes: int = 50 * 1024 * 1024
-    max_chars: int = 100_000
+    cpu_s: float = DOCUMENT_READ_CPU_S
+    memory_mb: int = DOCUMENT_READ_MEMORY_MB
+    timeout_s: float = DOCUMENT_READ_TIMEOUT_S
+    max_pages: int = DOCUMENT_MAX_PAGES
+    max_decompressed_bytes: int = DOCUMENT_MAX_DECOMPRESSED_BYTES
+    max_chars: int = MAX_DOCUMENT_CHARS
     """Text past this is not extracted (pages after it are not parsed)."""
 
     @classmethod

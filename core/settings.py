@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from core import limits
+
 AgentName = Literal[
     "splitter",
     "merger",
@@ -270,21 +272,26 @@ class Settings(BaseSettings):
         default=20 * 1024 * 1024, description="Largest file the bot downloads (Bot API: 20 MB)."
     )
     max_document_chars: int = Field(
-        default=100_000,
+        default=limits.MAX_DOCUMENT_CHARS,
         description="Text taken from one PDF or text document, or kept of one transcript.",
     )
     document_read_cpu_s: float = Field(
-        default=10.0, description="CPU seconds one PDF's reading may use (its worker process)."
+        default=limits.DOCUMENT_READ_CPU_S,
+        description="CPU seconds one PDF's reading may use (its worker process).",
     )
     document_read_timeout_s: float = Field(
-        default=20.0, description="Wall-clock seconds one PDF's reading may take."
+        default=limits.DOCUMENT_READ_TIMEOUT_S,
+        description="Wall-clock seconds one PDF's reading may take.",
     )
     document_read_memory_mb: int = Field(
-        default=1024, description="Address space of the process reading one PDF, in MB."
+        default=limits.DOCUMENT_READ_MEMORY_MB,
+        description="Address space of the process reading one PDF, in MB.",
     )
-    document_max_pages: int = Field(default=1000, description="Most pages of a PDF read.")
+    document_max_pages: int = Field(
+        default=limits.DOCUMENT_MAX_PAGES, description="Most pages of a PDF read."
+    )
     document_max_decompressed_bytes: int = Field(
-        default=50 * 1024 * 1024,
+        default=limits.DOCUMENT_MAX_DECOMPRESSED_BYTES,
         description="Most decompressed content-stream bytes of a PDF, counted per page.",
     )
     shutdown_timeout_s: float = Field(

@@ -24,6 +24,13 @@ def answer_row(row: sqlite3.Row) -> AnswerRow:
     )
 
 
+IN_ORDER = (
+    "SELECT a.* FROM answers a JOIN messages m ON m.id = a.message_id "
+    "WHERE a.user_id = ? AND m.user_id = ? ORDER BY m.seq"
+)
+"""The user's answers in conversation order (parameters: the user twice)."""
+
+
 class AnswerRepository(Repository):
     def record(
         self,
@@ -69,20 +76,11 @@ class AnswerRepository(Repository):
 
     def latest(self, user_id: int) -> AnswerRow | None:
         """The user's newest answer (in conversation order)."""
-        rows = self._db.rows(
-            "SELECT a.* FROM answers a JOIN messages m ON m.id = a.message_id "
-            "WHERE a.user_id = ? AND m.user_id = ? ORDER BY m.seq DESC LIMIT 1",
-            (user_id, user_id),
-        )
+        rows = self._db.rows(f"{IN_ORDER} DESC LIMIT 1", (user_id, user_id))
         return answer_row(rows[0]) if rows else None
 
     def all_of(self, user_id: int) -> list[AnswerRow]:
-        rows = self._db.rows(
-            "SELECT a.* FROM answers a JOIN messages m ON m.id = a.message_id "
-            "WHERE a.user_id = ? AND m.user_id = ? ORDER BY m.seq",
-            (user_id, user_id),
-        )
-        return [answer_row(row) for row in rows]
+        return [answer_row(row) for row in self._db.rows(IN_ORDER, (user_id, user_id))]
 
     def mark_delivered(self, user_id: int, message_id: int) -> None:
         """The answer `message_id` reached the user (sent to Telegram)."""

@@ -112,6 +112,14 @@ class Database:
         by_id = {row["id"]: row for row in self._of_user(table, "*", user_id, ids)}
         return [by_id[record_id] for record_id in dict.fromkeys(ids) if record_id in by_id]
 
+    def one_of_user(self, table: str, noun: str, user_id: int, record_id: int) -> Any:
+        """The user's row `record_id` of `table`; `StoreError` ("<noun> <id> not found for
+        user <user_id>") when the user has none such."""
+        found = self.by_ids(table, user_id, [record_id])
+        if not found:
+            raise StoreError(f"{noun} {record_id} not found for user {user_id}")
+        return found[0]
+
     def owned_ids(self, table: str, user_id: int, ids: Sequence[int]) -> set[int]:
         """Those of `ids` that are the user's rows of `table` (`by_ids` without reading
         the rows: a check that only needs to know whose they are)."""

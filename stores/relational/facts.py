@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import StoreError
 from core.records import FactRow, FactType, now_iso
 from stores.relational.database import Repository
 from stores.relational.rows import (
@@ -100,10 +99,7 @@ class FactRepository(Repository):
         return old
 
     def get(self, user_id: int, fact_id: int) -> FactRow:
-        rows = self._db.rows("SELECT * FROM facts WHERE user_id = ? AND id = ?", (user_id, fact_id))
-        if not rows:
-            raise StoreError(f"fact {fact_id} not found for user {user_id}")
-        return fact_row(rows[0])
+        return fact_row(self._db.one_of_user("facts", "fact", user_id, fact_id))
 
     def of_topic(self, user_id: int, topic_id: int) -> list[FactRow]:
         """The facts learnt from a topic (their source), most important first."""

@@ -112,12 +112,7 @@ class PeopleRepository(Repository):
         return old
 
     def get(self, user_id: int, person_id: int) -> PersonRow:
-        rows = self._db.rows(
-            "SELECT * FROM people WHERE user_id = ? AND id = ?", (user_id, person_id)
-        )
-        if not rows:
-            raise StoreError(f"person {person_id} not found for user {user_id}")
-        return person_row(rows[0])
+        return person_row(self._db.one_of_user("people", "person", user_id, person_id))
 
     def all_of(self, user_id: int) -> list[PersonRow]:
         rows = self._db.rows("SELECT * FROM people WHERE user_id = ? ORDER BY id", (user_id,))

@@ -77,10 +77,7 @@ class TopicRepository(Repository):
         return self._db.owned_ids("topics", user_id, ids)
 
     def get(self, user_id: int, topic_id: int) -> TopicRow:
-        found = self.by_ids(user_id, [topic_id])
-        if not found:
-            raise StoreError(f"topic {topic_id} not found for user {user_id}")
-        return found[0]
+        return topic_row(self._db.one_of_user("topics", "topic", user_id, topic_id))
 
     def count(self, user_id: int, up_to: int) -> int:
         """How many topics the user has, counted up to `up_to` (bounded work)."""

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.when import EXAMPLES, WhenError, next_run, parse_when, split_request
+from tests.support.tables import rows
 
 NOW = datetime(2026, 11, 26, 19, 0, tzinfo=UTC)  # a Thursday, 22:00 in Moscow
 MOSCOW = "Europe/Moscow"
@@ -21,16 +22,16 @@ def local(when_text: str, zone: str = MOSCOW) -> tuple[str, str | None]:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [
-        ("через 10 секунд", "2026-11-26 22:00:10 MSK"),
-        ("in 10 minutes", "2026-11-26 22:10:00 MSK"),
-        ("через 2 часа", "2026-11-27 00:00:00 MSK"),
-        ("завтра в 9:00", "2026-11-27 09:00:00 MSK"),
-        ("on Friday at 18:30", "2026-11-27 18:30:00 MSK"),
-        ("25 декабря", "2026-12-25 09:00:00 MSK"),
-        ("завтра", "2026-11-27 09:00:00 MSK"),
-        ("tomorrow at 9", "2026-11-27 09:00:00 MSK"),
-    ],
+    rows("""
+        через 10 секунд    | 2026-11-26 22:00:10 MSK
+        in 10 minutes      | 2026-11-26 22:10:00 MSK
+        через 2 часа       | 2026-11-27 00:00:00 MSK
+        завтра в 9:00      | 2026-11-27 09:00:00 MSK
+        on Friday at 18:30 | 2026-11-27 18:30:00 MSK
+        25 декабря         | 2026-12-25 09:00:00 MSK
+        завтра             | 2026-11-27 09:00:00 MSK
+        tomorrow at 9      | 2026-11-27 09:00:00 MSK
+    """),
 )
 def test_one_time(text: str, expected: str):
     assert local(text) == (expected, None)
@@ -38,14 +39,14 @@ def test_one_time(text: str, expected: str):
 
 @pytest.mark.parametrize(
     ("text", "first", "rule"),
-    [
-        ("каждый день в 9:00", "2026-11-27 09:00:00", "FREQ=DAILY;BYHOUR=9;BYMINUTE=0"),
-        ("every day at 21:30", "2026-11-27 21:30:00", "FREQ=DAILY;BYHOUR=21;BYMINUTE=30"),
-        ("every Monday at 10", "2026-11-30 10:00:00", "FREQ=WEEKLY;BYDAY=MO;BYHOUR=10;BYMINUTE=0"),
-        ("каждую пятницу в 18:30", "2026-11-27 18:30:00", "FREQ=WEEKLY;BYDAY=FR;BYHOUR=18"),
-        ("по будням в 8", "2026-11-27 08:00:00", "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8"),
-        ("ежедневно", "2026-11-27 09:00:00", "FREQ=DAILY;BYHOUR=9;BYMINUTE=0"),
-    ],
+    rows("""
+        каждый день в 9:00     | 2026-11-27 09:00:00 | FREQ=DAILY;BYHOUR=9;BYMINUTE=0
+        every day at 21:30     | 2026-11-27 21:30:00 | FREQ=DAILY;BYHOUR=21;BYMINUTE=30
+        every Monday at 10     | 2026-11-30 10:00:00 | FREQ=WEEKLY;BYDAY=MO;BYHOUR=10;BYMINUTE=0
+        каждую пятницу в 18:30 | 2026-11-27 18:30:00 | FREQ=WEEKLY;BYDAY=FR;BYHOUR=18
+        по будням в 8          | 2026-11-27 08:00:00 | FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8
+        ежедневно              | 2026-11-27 09:00:00 | FREQ=DAILY;BYHOUR=9;BYMINUTE=0
+    """),
 )
 def test_recurring(text: str, first: str, rule: str):
     when_text, found_rule = local(text)
@@ -75,14 +76,14 @@ def test_a_recurring_task_skips_missed_times():
 
 @pytest.mark.parametrize(
     ("text", "when_text", "what"),
-    [
-        ("через 5 секунд выпить воды", "2026-11-26 22:00:05 MSK", "выпить воды"),
-        ("завтра в 9:00 позвонить маме", "2026-11-27 09:00:00 MSK", "позвонить маме"),
-        ("in 10 minutes Call Mom", "2026-11-26 22:10:00 MSK", "Call Mom"),
-        ("каждый день в 9 пить таблетки", "2026-11-27 09:00:00 MSK", "пить таблетки"),
-        ("every Monday at 10 send the report", "2026-11-30 10:00:00 MSK", "send the report"),
-        ("по будням в 8 зарядка", "2026-11-27 08:00:00 MSK", "зарядка"),
-    ],
+    rows("""
+        через 5 секунд выпить воды         | 2026-11-26 22:00:05 MSK | выпить воды
+        завтра в 9:00 позвонить маме       | 2026-11-27 09:00:00 MSK | позвонить маме
+        in 10 minutes Call Mom             | 2026-11-26 22:10:00 MSK | Call Mom
+        каждый день в 9 пить таблетки      | 2026-11-27 09:00:00 MSK | пить таблетки
+        every Monday at 10 send the report | 2026-11-30 10:00:00 MSK | send the report
+        по будням в 8 зарядка              | 2026-11-27 08:00:00 MSK | зарядка
+    """),
 )
 def test_when_and_what_are_split(text: str, when_text: str, what: str):
     found, request = split_request(text, NOW, MOSCOW)
