@@ -14,7 +14,10 @@ among 24 other users who hold N/4 topics between them, then measures:
 - beside it, brute-force numpy cosine over the user's N topic vectors (top 50), its
   build time (loading the vectors from the store into one matrix) and its
   tracemalloc peak; and the same vectors in a fresh Chroma collection queried
-  directly (one vector query, without SQLite, BM25 and fusion).
+  directly (one vector query, without SQLite, BM25 and fusion), each query right after
+  its search, so that both see the same load on the machine;
+- the local embedder's cost of scoring the passages of 1, 3 and 10 long messages, as the
+  context assembly does for the long messages it recalls (`bench.search_baselines`).
 
 The store is used as the application leaves it: SQLite's planner statistics are never
 collected (no `ANALYZE`), so lookups must not depend on them.
@@ -35,8 +38,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,21 +46,24 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from rich.console import Console
 
-from bench.metrics import percentile
+from bench.search_baselines import (
+    BATCH,
+    TARGET_USER,
+    BareChroma,
+    encoder_costs,
+    numpy_baseline,
+    timed_ms,
+)
 from core.progress import ProgressBoard, progress_board
 
 DIMENSIONS = 512
 OTHER_USERS = 24
 OTHER_USERS_SHARE = 0.25
 MESSAGES_PER_TOPIC = 2
-TARGET_USER = 1
 SEARCH_QUERIES = 100
 RETRIEVAL_QUERIES = 50
 QUERY_TOPICS_BUDGET = 1_000_000
 """Fewer queries for large sizes: at most this many topics searched in all (at least 20)."""
-ENCODING_QUERIES = 50
-TOP_K = 50
-BATCH = 4000
 WORDS_PER_CLUSTER = 40
 COMMON_WORDS = 300
 SYLLABLES = ("ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "da", "pe", "zu", "ri", "mo", "le")
@@ -144,10 +148,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def timed_ms(samples: Sequence[float]) -> dict[str, float | None]:
-    return {"p50_ms": percentile(samples, 50), "p95_ms": percentile(samples, 95)}
-
-
 async def build_store(
     deps, synthetic: Synthetic, size: int, progress: ProgressBoard
 ) -> dict[str, Any]:
@@ -224,88 +224,52 @@ async def build_store(
     }
 
 
-def chroma_query_alone(directory: Path, vectors: np.ndarray, queries: np.ndarray) -> dict[str, Any]:
-    """The user's topic vectors alone in a fresh Chroma collection, one vector query each:
-    the floor under the search stage's two vector queries."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    client = chromadb.PersistentClient(
-        path=str(directory / "chroma-alone"), settings=ChromaSettings(anonymized_telemetry=False)
-    )
-    collection = client.create_collection(
-        "topics-user", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-    )
-    began = time.perf_counter()
-    for first in range(0, len(vectors), BATCH):
-        collection.add(
-            ids=[str(i) for i in range(first, min(first + BATCH, len(vectors)))],
-            embeddings=vectors[first : first + BATCH],
-        )
-    build_s = time.perf_counter() - began
-    samples = []
-    for query in queries:
-        began = time.perf_counter()
-        collection.query(query_embeddings=[query], n_results=TOP_K, include=["distances"])
-        samples.append((time.perf_counter() - began) * 1000)
-    return {"build_s": build_s, **timed_ms(samples)}
-
-
-def numpy_baseline(deps, topic_ids: Sequence[int], queries: np.ndarray) -> dict[str, Any]:
-    """Brute-force cosine top-k over the user's topic vectors, loaded from the vector store."""
-    tracemalloc.start()
-    began = time.perf_counter()
-    loaded: dict[int, np.ndarray] = {}
-    for first in range(0, len(topic_ids), BATCH):
-        loaded.update(deps.vectors.vectors("topics", TARGET_USER, topic_ids[first : first + BATCH]))
-    index = np.stack([loaded[i] for i in topic_ids])
-    build_s = time.perf_counter() - began
-    samples = []
-    for query in queries:
-        began = time.perf_counter()
-        scores = index @ query
-        top = np.argpartition(-scores, min(TOP_K, len(scores) - 1))[:TOP_K]
-        ranked = top[np.argsort(-scores[top])]
-        samples.append((time.perf_counter() - began) * 1000)
-        assert len(ranked) == min(TOP_K, len(scores))
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return {
-        "build_s": build_s,
-        "tracemalloc_peak_mb": peak / 2**20,
-        **timed_ms(samples),
-        "index": index,
-    }
-
-
 def sample_queries(synthetic: Synthetic, most: int, size: int) -> list[tuple[str, np.ndarray]]:
     """Queries near randomly drawn clusters, fewer for large sizes (`query_count`)."""
     clusters = synthetic.random.integers(0, synthetic.clusters, query_count(most, size))
     return [synthetic.query(int(cluster)) for cluster in clusters]
 
 
-def encoding_ms(directory: Path, texts: list[str]) -> list[float]:
-    """How long the configured local embedder takes to encode each query, after a warm-up."""
-    from core.settings import Settings
-    from stores.embedders import build_embedder
+async def time_searches(
+    deps, context, queries: list[tuple[str, np.ndarray]], bare: BareChroma, searches: Any
+) -> tuple[list[float], list[float]]:
+    """Each query's search (ms), then the same query alone on the bare Chroma collection:
+    one after the other, so both see the same load on the machine."""
+    from nodes.response.search import hybrid_search
 
-    encoder = build_embedder(Settings(_env_file=None, data_dir=directory))
-    encoder.encode(["warm-up"])
-    samples = []
-    for text in texts[:ENCODING_QUERIES]:
+    await asyncio.to_thread(hybrid_search, deps, context, [queries[0][0]])  # warm-up
+    search_samples, chroma_samples = [], []
+    for text, vector in queries:
         began = time.perf_counter()
-        encoder.encode([text])
+        await asyncio.to_thread(hybrid_search, deps, context, [text])
+        search_samples.append((time.perf_counter() - began) * 1000)
+        chroma_samples.append(await asyncio.to_thread(bare.query_ms, vector))
+        searches.advance()
+    return search_samples, chroma_samples
+
+
+async def time_retrievals(
+    deps, context, queries: list[tuple[str, np.ndarray]], retrievals: Any
+) -> tuple[list[float], list[int]]:
+    """Each query's whole retrieval without an LLM (ms), and its candidates."""
+    from bench.topica import build_retrieval_graph
+
+    graph = build_retrieval_graph(deps).compile(name="retrieval")
+    samples, candidates = [], []
+    for text, _ in queries:
+        began = time.perf_counter()
+        state = await graph.ainvoke({"text": text}, context=context)
         samples.append((time.perf_counter() - began) * 1000)
-    return samples
+        candidates.append(len(state.get("candidates") or []))
+        retrievals.advance()
+    return samples, candidates
 
 
 async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
     """Build the store for `size` topics in a temporary directory and time everything."""
-    from bench.topica import build_retrieval_graph
     from core.context import ResponseContext
     from core.models import ModelRegistry
     from core.settings import Settings
-    from nodes.response.search import hybrid_search
     from stores.embedders import Embedder
     from stores.services import build_deps
 
@@ -324,37 +288,23 @@ async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
         build_s = time.perf_counter() - began
         rss_after = rss_mb()
 
-        searches = progress.task(f"{size:,} topics: searches", len(queries), unit="queries")
-        context = ResponseContext.from_settings(settings, user_id=TARGET_USER)
-        await asyncio.to_thread(hybrid_search, deps, context, [queries[0][0]])  # warm-up
-        search_samples = []
-        for text, _ in queries:
-            began = time.perf_counter()
-            await asyncio.to_thread(hybrid_search, deps, context, [text])
-            search_samples.append((time.perf_counter() - began) * 1000)
-            searches.advance()
-        retrievals = progress.task(
-            f"{size:,} topics: retrievals", len(retrieval_queries), unit="queries"
-        )
-        graph = build_retrieval_graph(deps).compile(name="retrieval")
-        retrieval_samples = []
-        candidates = []
-        for text, _ in retrieval_queries:
-            began = time.perf_counter()
-            state = await graph.ainvoke({"text": text}, context=context)
-            retrieval_samples.append((time.perf_counter() - began) * 1000)
-            candidates.append(len(state.get("candidates") or []))
-            retrievals.advance()
         baselines = progress.task(f"{size:,} topics: numpy, bare Chroma", 2, unit="baselines")
         query_vectors = np.stack([vector for _, vector in queries])
         baseline = await asyncio.to_thread(numpy_baseline, deps, built["target_ids"], query_vectors)
         baselines.advance()
-        deps.close()
-        chroma_alone = await asyncio.to_thread(
-            chroma_query_alone, directory, baseline.pop("index"), query_vectors
-        )
+        bare = await asyncio.to_thread(BareChroma, directory, baseline.pop("index"))
         baselines.advance()
-        encoding_samples = encoding_ms(directory, [text for text, _ in queries])
+        context = ResponseContext.from_settings(settings, user_id=TARGET_USER)
+        searches = progress.task(f"{size:,} topics: searches", len(queries), unit="queries")
+        search_samples, chroma_samples = await time_searches(deps, context, queries, bare, searches)
+        retrievals = progress.task(
+            f"{size:,} topics: retrievals", len(retrieval_queries), unit="queries"
+        )
+        retrieval_samples, candidates = await time_retrievals(
+            deps, context, retrieval_queries, retrievals
+        )
+        deps.close()
+        encoder = encoder_costs(directory, [text for text, _ in queries], synthetic.common_words)
         return {
             "topics": size,
             "total_topics": built["total_topics"],
@@ -368,9 +318,9 @@ async def measure_size(size: int, progress: ProgressBoard) -> dict[str, Any]:
             "search": timed_ms(search_samples),
             "retrieval": timed_ms(retrieval_samples),
             "mean_candidates": statistics.fmean(candidates),
-            "query_encoding": timed_ms(encoding_samples),
+            **encoder,
             "numpy": baseline,
-            "chroma_query": chroma_alone,
+            "chroma_query": {"build_s": bare.build_s, **timed_ms(chroma_samples)},
             "build_rss_mb": rss_after - rss_before,
             "peak_rss_mb": peak_rss_mb(),
         }

@@ -109,11 +109,12 @@ def find_hits(
     the raw text is not encoded again). Vector hits are ids only: they become records
     through the user's relational rows, so a kind the user has no rows of (no documents,
     no facts yet) is not asked: its lists are empty, as its hits would all be dropped.
+    The full-text index of passages is not asked either while the user has none.
     """
     user_id, limits, store = context.user_id, kind_limits(context), deps.store
     reads = reads or VectorReads(deps.vectors, user_id)
     vectors = [deps.embedder.encode_query(query) for query in queries]
-    held = store.holding(user_id, kinds)
+    held = store.holding(user_id, (*kinds, "passages"))
     pending = {
         k: deps.search_threads.submit(reads.nearest, k, vectors, limits[k])
         for k in kinds
@@ -130,6 +131,8 @@ def find_hits(
     ]
     passage_text = [
         store.attachments.search(user_id, query, context.tuning.message_hits_count)
+        if "passages" in held
+        else []
         for query in queries
     ]
     topic_scored = topic_text.result()

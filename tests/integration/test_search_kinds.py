@@ -1,6 +1,7 @@
-"""The search asks the vector index only for the kinds of record the user has rows of, on
-a real store (both engines) and a real Chroma: a user without documents, facts or people
-pays for no query of them, and loses nothing by it."""
+"""The search asks the vector index only for the kinds of record the user has rows of (and
+the passages' full-text index only once the user has passages), on a real store (both
+engines) and a real Chroma: a user without documents, facts or people pays for no query
+of them, and loses nothing by it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.media import keep_document
 from core.context import ResponseContext
 from core.deps import Deps
 from core.ports import VECTOR_KINDS, VectorKind
@@ -25,6 +27,7 @@ CAT_TALK = [
     "Poor Marzipan. Does she like the new food?",
 ]
 QUESTION = "What does the vet say about Marzipan's kidneys?"
+VET_NOTE = "Renal diet for Marzipan: wet food only, kidney check again in March."
 
 
 class AskedKinds:
@@ -94,3 +97,32 @@ def test_a_kind_the_user_has_no_rows_of_is_not_asked_and_nothing_is_lost(deps: D
     found = hybrid_search(replace(deps, vectors=watched), context, [QUESTION])
     assert sorted(watched.asked) == ["facts", "messages", "topics"]
     assert [f["id"] for f in found["fact_candidates"]] == [fact["id"]]
+
+
+def test_the_passages_full_text_index_is_asked_once_the_user_has_a_document(
+    deps: Deps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archived_cat_talk(deps, USER)
+    [other_row] = deps.indexer.store_messages(
+        OTHER, new_messages(["[document: vet.txt]"], prefix="doc")
+    )
+    keep_document(deps, OTHER, other_row["id"], "vet.txt", "text/plain", VET_NOTE)
+    searched: list[int] = []
+    search = deps.store.attachments.search
+
+    def watched(user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
+        searched.append(user_id)
+        return search(user_id, text, limit)
+
+    monkeypatch.setattr(deps.store.attachments, "search", watched)
+    context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
+
+    # Another user's document: nothing of this user's to find there.
+    hybrid_search(deps, context, [QUESTION])
+    assert searched == []
+
+    [row] = deps.indexer.store_messages(USER, new_messages(["[document: vet.txt]"], prefix="doc"))
+    keep_document(deps, USER, row["id"], "vet.txt", "text/plain", VET_NOTE)
+    deps.indexer.index_all(USER)
+    hybrid_search(deps, context, [QUESTION])
+    assert searched == [USER]
