@@ -3,13 +3,16 @@
 Each LoCoMo conversation is ingested as `topica eval locomo` does; then two sets of
 questions are put to its memory through the four signals of the topic search (message
 vectors, topic vectors, BM25 over messages, BM25 over topic summaries): LoCoMo's own
-answerable questions (memory holds their evidence) and general-knowledge questions no
-memory answers (tests/data/unrelated_questions.json, English and Russian). Only each
-signal's best score per question is kept.
+answerable questions (memory holds their evidence) and questions no memory answers
+(general-knowledge and everyday ones: tests/data/unrelated_questions.json and
+everyday_questions.json, English and Russian). Only each signal's best score per
+question is kept, with the share of its content words memory holds (`WORDS`).
 
 The floor of a signal is the `NULL_QUANTILE` (95th) percentile of its best score over
 the unrelated questions: the null distribution, what an unrelated question reaches by
-chance. A turn is about memory when any signal reaches its floor (nodes.response.ranking.floors).
+chance. The word-share floor is the `WORD_SHARE_QUANTILE` point of the answerable
+questions' word shares. A turn is about memory when any signal reaches its floor and
+the question's word share reaches its own (nodes.response.ranking.floors).
 Checked leave-one-conversation-out, with the unrelated questions split in two halves as
 well (floors from four conversations and one half, measured on the fifth and the other
 half): how many LoCoMo questions the gate would turn away (recall lost) and how many
@@ -38,14 +41,16 @@ from bench.eval_locomo import ANSWERABLE, USER_ID, ingest
 from bench.floor_sizes import MemoryCosines, by_size, show_by_size
 from bench.locomo import Question, load_conversations
 from bench.metrics import percentile
+from bench.word_sizes import MemoryWords, first_evidence, memory_words, word_curve
 from core.deps import Deps
 from core.progress import ProgressBoard, progress_board
 from core.settings import Settings
 from core.tuning import Tuning, embedder_name, load_tuning, profile_path
-from nodes.response.gate import named_in_memory
+from nodes.response.gate import named_in_memory, word_share
 from nodes.response.ranking.floors import (
     NULL_QUANTILE,
     SIGNALS,
+    WORD_SHARE_QUANTILE,
     RelevanceFloors,
     Signal,
     best_scores,
@@ -56,6 +61,8 @@ from stores.embedders import build_embedder
 Best = dict[str, float | None]
 NAMES = "names"
 """1.0 where the question names something memory names (`nodes.response.search`)."""
+WORDS = "word_share"
+"""The share of the question's content words memory holds (`nodes.response.gate`)."""
 NO_HIT = -1e9
 """The score of a question with no hit in a signal: below every real score."""
 HITS = 50
@@ -82,6 +89,8 @@ class ConversationScores:
     """...of each unrelated question, in the file's order (English, then Russian)."""
     cosines: MemoryCosines | None = None
     """Every question's cosine to every message and topic, for the floors by size."""
+    words: MemoryWords | None = None
+    """The messages' words and the answerable questions', for the word floor by size."""
 
 
 def memory_cosines(
@@ -99,7 +108,7 @@ def memory_cosines(
         [[corpus.position[e] for e in members[i]] for i in ids if i in vectors],
         np.stack([deps.embedder.encode_query(text) for text in unrelated]),
         np.stack([deps.embedder.encode_query(q.question) for q in asked]),
-        [min(corpus.position[e] for e in q.evidence if e in corpus.position) for q in asked],
+        [first_evidence(corpus, q) for q in asked],
     )
 
 
@@ -116,14 +125,29 @@ def calibrate(unrelated: Sequence[Best]) -> RelevanceFloors:
     return RelevanceFloors(**{s: null_floor([best[s] for best in unrelated]) for s in SIGNALS})
 
 
-def gated_share(questions: Sequence[Best], floors: RelevanceFloors) -> float:
-    """The share of questions whose best hits all stay under the floors and that name
-    nothing memory names ("nothing")."""
+def word_floor(memory: Sequence[Best], quantile: float = WORD_SHARE_QUANTILE) -> float:
+    """The word share under which only `quantile` of the answerable questions fall."""
+    floor = percentile([words_of(best) for best in memory], quantile * 100)
+    return floor or 0.0
+
+
+def words_of(best: Best) -> float:
+    """The question's word share (1.0 where it was not measured)."""
+    share = best.get(WORDS, 1.0)
+    return 1.0 if share is None else share
+
+
+def gated_share(questions: Sequence[Best], floors: RelevanceFloors, words: float = 0.0) -> float:
+    """The share of questions whose best hits all stay under the floors, or whose word
+    share stays under `words`, and that name nothing memory names ("nothing"). The gate's
+    exemption of a question whose nearest message is in another script is left out: a
+    benchmark conversation and its questions are in one language."""
     if not questions:
         return 0.0
-    return sum(not clears_floor(best, floors) and not best.get(NAMES) for best in questions) / len(
-        questions
-    )
+    return sum(
+        not (clears_floor(best, floors) and words_of(best) >= words) and not best.get(NAMES)
+        for best in questions
+    ) / len(questions)
 
 
 def cross_validate(runs: Sequence[ConversationScores]) -> list[dict[str, Any]]:
@@ -136,14 +160,16 @@ def cross_validate(runs: Sequence[ConversationScores]) -> list[dict[str, Any]]:
             train = [b for run in others for i, b in enumerate(run.unrelated) if i % 2 != half]
             test = [b for i, b in enumerate(held.unrelated) if i % 2 == half]
             floors = calibrate(train)
+            words = word_floor([b for run in others for b in run.memory])
             rows.append(
                 {
                     "held_out": held.sample_id,
                     "unrelated_half": half,
                     "floors": floors.__dict__,
+                    "word_share_floor": words,
                     "memory_questions": len(held.memory),
-                    "memory_turned_away": gated_share(held.memory, floors),
-                    "unrelated_nothing": gated_share(test, floors),
+                    "memory_turned_away": gated_share(held.memory, floors, words),
+                    "unrelated_nothing": gated_share(test, floors, words),
                 }
             )
     return rows
@@ -178,6 +204,7 @@ async def score_conversation(
             scores.cosines = await asyncio.to_thread(
                 memory_cosines, corpus, asked_questions, unrelated
             )
+            scores.words = memory_words(corpus, asked_questions)
             task = progress.task(
                 f"{conversation.sample_id}: questions", len(asked) + len(unrelated), "questions"
             )
@@ -187,6 +214,7 @@ async def score_conversation(
                     best: Best = dict(best_scores(hits))
                     named = await asyncio.to_thread(named_in_memory, deps, USER_ID, [question])
                     best[NAMES] = 1.0 if named else None
+                    best[WORDS] = await asyncio.to_thread(word_share, deps, USER_ID, [question])
                     target.append(best)
                     task.advance()
             task.finish(remove=True)
@@ -197,19 +225,38 @@ async def score_conversation(
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def load_unrelated(path: Path) -> list[str]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return [*data["en"], *data["ru"]]
+def load_unrelated(*paths: Path) -> list[str]:
+    """The questions of each file (JSON: `en` and `ru` lists), file after file."""
+    questions = []
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        questions += [*data["en"], *data["ru"]]
+    return questions
+
+
+def by_file(null: Sequence[Best], paths: Sequence[Path], conversations: int) -> dict[str, Any]:
+    """The questions of each file among `null` (every conversation's unrelated questions,
+    conversation after conversation), keyed by file name."""
+    sizes = [len(load_unrelated(path)) for path in paths]
+    per_run = sum(sizes)
+    found: dict[str, list[Best]] = {path.name: [] for path in paths}
+    for run in range(conversations):
+        start = run * per_run
+        for path, size in zip(paths, sizes, strict=True):
+            found[path.name] += null[start : start + size]
+            start += size
+    return found
 
 
 async def eval_floor(
-    data: Path, unrelated_path: Path, settings: Settings, console=None
+    data: Path, unrelated_paths: Sequence[Path], settings: Settings, console=None
 ) -> dict[str, Any]:
-    """Calibrate the floors on every conversation of `data`; the figures and their check."""
+    """Calibrate the floors on every conversation of `data`, with the questions of
+    `unrelated_paths` as those no memory answers; the figures and their check."""
     conversations = load_conversations(data)
     if not conversations:
         raise ValueError(f"no conversations in {data}")
-    unrelated = load_unrelated(unrelated_path)
+    unrelated = load_unrelated(*unrelated_paths)
     embedder = build_embedder(settings)
     runs = []
     with progress_board(console or Console(stderr=True)) as progress:
@@ -219,10 +266,15 @@ async def eval_floor(
             )
     memory = [best for run in runs for best in run.memory]
     null = [best for run in runs for best in run.unrelated]
-    floors = calibrate(null)
+    floors, words = calibrate(null), word_floor(memory)
+    sizes = by_size([run.cosines for run in runs if run.cosines is not None])
+    curve = word_curve([run.words for run in runs if run.words is not None])
+    sizes["curves"]["words"] = {**asdict(curve), "cap": words}
     folds = cross_validate(runs)
     return {
         "quantile": NULL_QUANTILE,
+        "word_share_quantile": WORD_SHARE_QUANTILE,
+        "word_share_floor": words,
         "conversations": [run.sample_id for run in runs],
         "memory_questions": len(memory),
         "unrelated_questions": len(unrelated),
@@ -235,14 +287,18 @@ async def eval_floor(
             for signal in SIGNALS
         },
         "all_data": {
-            "memory_turned_away": gated_share(memory, floors),
-            "unrelated_nothing": gated_share(null, floors),
+            "memory_turned_away": gated_share(memory, floors, words),
+            "unrelated_nothing": gated_share(null, floors, words),
+            "nothing_by_file": {
+                name: gated_share(questions, floors, words)
+                for name, questions in by_file(null, unrelated_paths, len(runs)).items()
+            },
         },
         "cross_validation": folds,
         "scores": {
             run.sample_id: {"memory": run.memory, "unrelated": run.unrelated} for run in runs
         },
-        "by_size": by_size([run.cosines for run in runs if run.cosines is not None]),
+        "by_size": sizes,
         "cross_validation_mean": {
             key: sum(fold[key] for fold in folds) / len(folds)
             for key in ("memory_turned_away", "unrelated_nothing")
@@ -267,10 +323,15 @@ def show_floor(result: dict[str, Any], out) -> None:
             f"unrelated p50/p95 {fmt(null['p50'])}/{fmt(null['p95'])} "
             f"(hits {fmt(null['with_hits'])})"
         )
+    out.print(
+        f"  {'word share':16} floor {result['word_share_floor']:8.3f}   "
+        f"the {result['word_share_quantile']:.0%} point of the LoCoMo questions' shares"
+    )
     whole = result["all_data"]
+    files = ", ".join(f"{name} {share:.1%}" for name, share in whole["nothing_by_file"].items())
     out.print(
         f"On all data: LoCoMo questions turned away {whole['memory_turned_away']:.1%}, "
-        f"unrelated answered 'nothing' {whole['unrelated_nothing']:.1%}"
+        f"unrelated answered 'nothing' {whole['unrelated_nothing']:.1%} ({files})"
     )
     out.print("Leave one conversation (and one half of the unrelated questions) out:")
     for fold in result["cross_validation"]:
@@ -300,6 +361,9 @@ def calibrated(result: dict[str, Any], tuning: Tuning) -> Tuning:
         topic_vector_floor=floors["topic_vectors"],
         message_bm25_floor=floors["message_bm25"],
         topic_bm25_floor=floors["topic_bm25"],
+        word_share_floor=result["word_share_floor"],
+        word_share_floor_base=curves["words"]["base"],
+        word_share_floor_per_log=curves["words"]["per_log"],
         message_vector_floor_base=curves["messages"]["base"],
         message_vector_floor_per_log=curves["messages"]["per_log"],
         topic_vector_floor_base=curves["topics"]["base"],

@@ -111,8 +111,9 @@ def encoder_costs(directory: Path, texts: list[str], words: Sequence[str]) -> di
 
 def passage_embedding(encoder, query: str, words: Sequence[str], messages: int) -> dict[str, Any]:
     """Time `passage_scores` over the passages of `messages` long messages made of `words`."""
-    from core.context import ResponseContext
     from nodes.response.passages import passage_scores, split_passages
+
+    from core.context import ResponseContext
 
     passage_chars = ResponseContext(user_id=TARGET_USER).tuning.excerpt_passage_chars
     random = np.random.default_rng(messages)

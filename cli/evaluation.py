@@ -119,13 +119,21 @@ async def cmd_eval_locomo_dataset(args: argparse.Namespace, deps: Deps) -> None:
         )
 
 
+UNRELATED = (
+    Path("tests/data/unrelated_questions.json"),
+    Path("tests/data/everyday_questions.json"),
+)
+"""The questions no memory answers `eval floor` calibrates on: general-knowledge, everyday."""
+
+
 def floor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="locomo JSON file")
     parser.add_argument(
         "--unrelated",
         type=Path,
-        default=Path("tests/data/unrelated_questions.json"),
-        help="general-knowledge questions no memory answers (JSON: en, ru lists)",
+        action="append",
+        help="questions no memory answers (JSON: en, ru lists); repeat for several files "
+        f"(default: {', '.join(str(path) for path in UNRELATED)})",
     )
     switch(
         parser,
@@ -140,11 +148,12 @@ async def cmd_eval_floor(args: argparse.Namespace, deps: Deps) -> None:
     from bench.relevance_floor import eval_floor, save_profile, show_floor
     from cli.output import console, out, print_result
 
-    for path in (args.data, args.unrelated):
+    unrelated = args.unrelated or list(UNRELATED)
+    for path in (args.data, *unrelated):
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
     result = await eval_floor(
-        args.data, args.unrelated, deps.settings, console=None if args.json else console
+        args.data, unrelated, deps.settings, console=None if args.json else console
     )
     if args.save:
         result["profile"] = str(save_profile(result, deps.settings))

@@ -40,6 +40,12 @@ class Tuning:
     topic_vector_floor_per_log: float
     message_bm25_floor: float
     topic_bm25_floor: float
+    word_share_floor: float
+    """The share of its content words a question over a floor must find in memory to be
+    about it (`nodes.response.gate.word_share`); 0: none."""
+    word_share_floor_base: float
+    """In a smaller memory min(floor, base + per_log · ln n), n the archived messages."""
+    word_share_floor_per_log: float
     fact_candidates_count: int
     facts_threshold: float
     people_candidates_count: int

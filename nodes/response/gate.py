@@ -8,14 +8,18 @@ from core.context import ResponseContext
 from core.deps import Deps
 from nodes.response.hits import Hits
 from nodes.response.ranking.floors import (
+    WORD_HITS,
     best_scores,
     clears_floor,
     floors_of,
     message_curve,
     name_words,
+    same_script,
     topic_curve,
+    word_share_curve,
     written_as_a_name,
 )
+from stores.fulltext import query_terms
 
 
 def relevant(
@@ -31,27 +35,43 @@ def relevant(
     `topic_of` maps the message hits to their topics (None while unarchived), `message_of`
     the passage hits to their messages. The vector floors are those of a memory the
     user's size (archived messages and topics, counted only as far as the floors grow).
-    Under every floor, a name the question shares with memory still makes it relevant,
-    and so does a day or month it names that memory holds messages of (`hits.dated`).
-    With the
+    Over a floor, the question must also share a floor of its content words with memory
+    (`word_share`; that floor by the user's size too), unless its nearest message is in
+    another script (an English question of a Russian conversation shares no words with
+    it). Whatever
+    the floors, a name the question shares with memory still makes it relevant, and so
+    does a day or month it names that memory holds messages of (`hits.dated`). With the
     vector index down the gate is open: the floors were calibrated on all four signals
     together, and the full-text ones alone would turn away most questions memory holds
     (the turn goes on with full-text search alone, every full-text hit voting)."""
     if not context.relevance_floor or hits.vectors_down or hits.dated:
         return True  # a day or month the question names holds archived messages
     archived = {message_id for message_id, topic_id in topic_of.items() if topic_id is not None}
-    best = best_scores(hits.signals(archived, message_of))
+    signals = hits.signals(archived, message_of)
+    best = best_scores(signals)
     if not any(score is not None for score in best.values()):
         return False
-    most_messages, most_topics = message_curve(context).saturation, topic_curve(context).saturation
-    if clears_floor(best, floors_of(context, most_messages, most_topics)):
-        return True  # over the floors of a memory of any size: nothing to count
     store, user_id = deps.store, context.user_id
-    messages = store.messages.archived_count(user_id, most_messages)
-    topics = store.topics.count(user_id, most_topics)
-    if clears_floor(best, floors_of(context, messages, topics)):
+    most_messages, most_topics = message_curve(context).saturation, topic_curve(context).saturation
+    if not clears_floor(best, floors_of(context, most_messages, most_topics)):
+        messages = store.messages.archived_count(user_id, most_messages)
+        topics = store.topics.count(user_id, most_topics)
+        if not clears_floor(best, floors_of(context, messages, topics)):
+            return named_in_memory(deps, user_id, hits.queries)
+    words = word_share_curve(context)
+    floor = words.at(store.messages.archived_count(user_id, words.saturation))
+    if floor <= 0 or word_share(deps, user_id, hits.queries) >= floor:
         return True
+    nearest = max(signals["message_vectors"], key=lambda hit: hit[1], default=None)
+    if nearest is not None and not in_their_script(deps, user_id, hits.queries, nearest[0]):
+        return True  # across languages the words say nothing
     return named_in_memory(deps, user_id, hits.queries)
+
+
+def in_their_script(deps: Deps, user_id: int, queries: Sequence[str], message_id: int) -> bool:
+    """Whether the message is written in the script of every query (`same_script`)."""
+    rows = deps.store.messages.by_ids(user_id, [message_id])
+    return bool(rows) and all(same_script(query, rows[0]["content"]) for query in queries)
 
 
 NAME_HITS = 20
@@ -69,3 +89,27 @@ def named_in_memory(deps: Deps, user_id: int, queries: Sequence[str]) -> bool:
         if written_as_a_name(word, [r["content"] for r in rows if r["kind"] == "conversation"]):
             return True
     return False
+
+
+def word_share(deps: Deps, user_id: int, queries: Sequence[str]) -> float:
+    """The largest share, over the queries, of a query's content words (`query_terms`) that
+    the user's archived conversation holds, found through the full-text index (a word as
+    it is matched there, by its first letters); 1.0 for a query without content words."""
+    shares = []
+    for query in queries:
+        words = query_terms(query)
+        if not words:
+            return 1.0
+        shares.append(sum(archived_holds(deps, user_id, word) for word in words) / len(words))
+    return max(shares, default=1.0)
+
+
+def archived_holds(deps: Deps, user_id: int, word: str) -> bool:
+    """Whether one of the user's archived messages, or a document one carried, holds
+    `word` (among the first `WORD_HITS` full-text hits of each: the conversation going
+    on is not archived yet)."""
+    store = deps.store
+    found = [i for i, _ in store.messages.search(user_id, word, WORD_HITS)]
+    if passages := [i for i, _ in store.attachments.search(user_id, word, WORD_HITS)]:
+        found += [row["message_id"] for row in store.attachments.passages_by_ids(user_id, passages)]
+    return any(store.messages.topics_of(user_id, found).values())

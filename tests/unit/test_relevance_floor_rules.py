@@ -3,16 +3,25 @@ distribution (the best scores of unrelated questions), checked leave-one-out."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 from bench.floor_sizes import SIZES, MemoryCosines, by_size, fit_curves
 from bench.relevance_floor import (
+    NAMES,
+    WORDS,
     ConversationScores,
+    by_file,
     calibrate,
     cross_validate,
     gated_share,
+    load_unrelated,
     null_floor,
+    word_floor,
 )
+from bench.word_sizes import MemoryWords, word_curve
 from nodes.response.ranking.floors import (
     RelevanceFloors,
     SizeCurve,
@@ -67,6 +76,37 @@ def test_leave_one_out_measures_floors_on_what_they_were_not_calibrated_on():
     held = [b for i, b in enumerate(runs[0].unrelated) if i % 2 == 0]
     assert first["unrelated_nothing"] == gated_share(held, calibrate(others))
     assert first["memory_turned_away"] == 0.5  # the 0.9 question clears, the 0.2 one not
+
+
+def test_the_word_share_floor_is_the_lowest_share_of_an_answerable_question():
+    memory = [{**best(mv=0.9), WORDS: share} for share in (1.0, 0.2, 0.5)]
+    assert word_floor(memory) == 0.2
+    assert word_floor(memory, 0.5) == 0.5
+    unrelated = [
+        {**best(mv=0.9), WORDS: 0.0},  # over a score floor, but no word in memory
+        {**best(mv=0.9), WORDS: 0.2},  # at the word floor: relevant
+        {**best(mv=0.1), WORDS: 1.0},  # every word, under every score floor
+        {**best(mv=0.9), WORDS: 0.0, NAMES: 1.0},  # a name memory writes: relevant
+    ]
+    assert gated_share(unrelated, FLOORS, 0.2) == 0.5
+    assert gated_share(unrelated, FLOORS) == 0.25  # no word floor: the scores alone
+    runs = [
+        ConversationScores("a", memory=memory[:2], unrelated=unrelated),
+        ConversationScores("b", memory=memory[2:], unrelated=unrelated),
+    ]
+    folds = cross_validate(runs)
+    assert [fold["word_share_floor"] for fold in folds] == [0.5, 0.5, 0.2, 0.2]
+    assert folds[0]["memory_turned_away"] == 0.5  # the 0.2 question, under b's 0.5
+
+
+def test_the_unrelated_questions_of_each_file_are_told_apart(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps({"en": ["a", "b"], "ru": ["в"]}), "utf-8")
+    second.write_text(json.dumps({"en": ["d"], "ru": []}), "utf-8")
+    assert load_unrelated(first, second) == ["a", "b", "в", "d"]
+    null = [best(mv=conversation + i / 10) for conversation in (0, 1) for i in range(4)]
+    files = by_file(null, [first, second], conversations=2)
+    assert files == {"first.json": null[0:3] + null[4:7], "second.json": [null[3], null[7]]}
 
 
 def test_a_vector_floor_grows_with_the_memory_and_stops_at_the_calibrated_one():
@@ -135,3 +175,27 @@ def test_a_word_is_written_as_a_name_where_memory_never_writes_it_in_lower_case(
     assert not written_as_a_name("Rose", ["Rose came.", "a rose garden"])
     assert not written_as_a_name("Anthony", ["nobody of that name"])
     assert not written_as_a_name("Anthony", [])
+
+
+def test_a_word_counts_where_a_message_of_the_window_starts_with_its_first_letters():
+    memory = MemoryWords.of(
+        ["I adopted a grey cat.", "Rowing on the river.", "Марципану лучше"],
+        [("Which river do you row on?", 1), ("Как Марципан?", 2)],
+    )
+    assert memory.questions == [["river", "row"], ["марци"]]  # stems, stopwords left out
+    assert memory.share(["river", "row"], 1, 2) == 1.0  # "rowing" starts with "row"
+    assert memory.share(["river", "row"], 0, 1) == 0.0
+    assert memory.share(["марци"], 0, 3) == 1.0
+    assert memory.window(0, 2) == (0, 2) and memory.window(2, 2) == (1, 3)
+    assert memory.window(1, 256) == (0, 3)
+
+
+def test_the_word_floor_is_lower_in_smaller_memories():
+    # Each question's words are spread over the eight messages before its evidence: a
+    # window of two holds one of them, a window of the whole memory all.
+    contents = [f"w{i:03d}zq" for i in range(300)]  # first five letters: one word each
+    asked = [(" ".join(f"w{(p - k) % 300:03d}z" for k in range(8)), p) for p in range(10, 290, 7)]
+    curve = word_curve([MemoryWords.of(contents, asked)])
+    assert curve.per_log > 0
+    assert curve.cap == 1.0
+    assert curve.at(2) < curve.at(16) <= curve.cap

@@ -67,12 +67,18 @@ def test_eval_floors_saved_profile_is_the_one_a_turn_then_reads(tmp_path: Path) 
     curves = {
         "messages": {"base": 0.15, "per_log": 0.03, "cap": 0.41},
         "topics": {"base": 0.1, "per_log": 0.02, "cap": 0.2},
+        "words": {"base": -0.1, "per_log": 0.05, "cap": 0.25},
     }
-    result = {"floors": {**floors, "topic_bm25": 3.0}, "by_size": {"curves": curves}}
+    result = {
+        "floors": {**floors, "topic_bm25": 3.0},
+        "by_size": {"curves": curves},
+        "word_share_floor": 0.25,
+    }
     settings = Settings.model_construct(data_dir=tmp_path)
     path = save_profile(result, settings)
     assert path == profile_path(tmp_path, BUNDLED_EMBEDDER)
     tuning = ResponseContext.from_settings(settings, user_id=1).tuning
     assert (tuning.message_vector_floor, tuning.topic_bm25_floor) == (0.41, 3.0)
     assert (tuning.message_vector_floor_base, tuning.topic_vector_floor_per_log) == (0.15, 0.02)
+    assert (tuning.word_share_floor, tuning.word_share_floor_per_log) == (0.25, 0.05)
     assert tuning.rrf_k == packaged_tuning().rrf_k

@@ -9,8 +9,9 @@ the nearest records are only the least unrelated ones ("What is the capital of F
 against a diary quoted five topics at cosines down to 0.04).
 
 The floors are calibrated on data, not guessed: `topica eval floor` puts a benchmark's
-questions and a set of general-knowledge questions (tests/data/unrelated_questions.json)
-to its ingested conversations and takes, for each signal, the score that the best hit
+questions and sets of questions no memory answers (general-knowledge and everyday ones,
+tests/data/unrelated_questions.json and everyday_questions.json) to its ingested
+conversations and takes, for each signal, the score that the best hit
 of an unrelated question reaches only `NULL_QUANTILE` of the time: a floor an unrelated
 question clears by chance 5% of the time, per signal. The figures it printed, and their
 leave-one-conversation-out check, are in `RelevanceFloors`' docstring. It is a gate, not a
@@ -21,6 +22,16 @@ The vector floors depend on the memory's size (`SizeCurve`): calibrated on memor
 hundreds of messages, a fixed floor turned away real questions in small ones. The
 full-text floors stay fixed: in a small memory BM25's idf is small, so they rarely open
 the gate there, which errs towards "nothing".
+
+Scores alone let everyday questions through in a small memory, where the floors by size
+are low ("How do I boil an egg?" reaches a message cosine over the floor of a memory of
+two hundred messages): so a turn over a floor must also share at least
+`word_share_floor` of its content words with the archived conversation
+(`nodes.response.gate.word_share`), a share `topica eval floor` calibrates as the
+`WORD_SHARE_QUANTILE` point of the answerable questions' shares (their lowest), lower in
+a smaller memory (`word_share_curve`: fewer messages use fewer words). Words
+say nothing across languages, so the share is not asked where the question's nearest
+message is written in another script (`same_script`): there the scores alone decide.
 
 A question that names someone or something memory names too is about memory whatever
 the scores (`name_words`, `written_as_a_name`): "Who is Anthony?" against the one
@@ -48,6 +59,12 @@ from core.context import ResponseContext
 Signal = Literal["message_vectors", "topic_vectors", "message_bm25", "topic_bm25"]
 SIGNALS: tuple[Signal, ...] = ("message_vectors", "topic_vectors", "message_bm25", "topic_bm25")
 NULL_QUANTILE = 0.95
+WORD_SHARE_QUANTILE = 0.0
+"""The share of answerable questions the word-share floor may turn away on the data it
+is calibrated on: none, its floor is their lowest share. Words are a coarse signal in a
+bilingual memory: a question asked in the other language than its memory shares few."""
+WORD_HITS = 20
+"""Full-text hits read per word for `word_share`: enough to find an archived one."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,15 @@ def topic_curve(context: ResponseContext) -> SizeCurve:
         context.tuning.topic_vector_floor_base,
         context.tuning.topic_vector_floor_per_log,
         context.tuning.topic_vector_floor,
+    )
+
+
+def word_share_curve(context: ResponseContext) -> SizeCurve:
+    """The word-share floor by the memory's archived messages (`bench.word_sizes`)."""
+    return SizeCurve(
+        context.tuning.word_share_floor_base,
+        context.tuning.word_share_floor_per_log,
+        context.tuning.word_share_floor,
     )
 
 
@@ -155,3 +181,22 @@ def written_as_a_name(word: str, contents: Iterable[str]) -> bool:
                 return False
             seen = True
     return seen
+
+
+CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+
+
+def script(text: str) -> str | None:
+    """ "cyrillic" or "latin", whichever the text's letters mostly are (None: no letters)."""
+    cyrillic, latin = len(CYRILLIC.findall(text)), len(LATIN.findall(text))
+    if not cyrillic and not latin:
+        return None
+    return "cyrillic" if cyrillic > latin else "latin"
+
+
+def same_script(question: str, content: str) -> bool:
+    """Whether a message is written in the question's script (either without letters:
+    nothing tells them apart, so the same)."""
+    asked, written = script(question), script(content)
+    return asked is None or written is None or asked == written

@@ -1,0 +1,92 @@
+"""Everyday questions ("How do I boil an egg?") against a small memory: the relevance gate
+turns them away, where their best cosine clears the floor of a memory that size, because
+memory holds too few of their words; the questions memory holds are kept. Real SQLite,
+Chroma and encoder, the packaged (calibrated) profile; the reranker is a scripted model on
+loopback, so its requests are counted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from app.memory import archive_user
+from app.turns import run_turn
+from core.context import ResponseContext
+from core.deps import Deps
+from core.records import NewMessage
+from nodes.response.gate import word_share
+from nodes.response.offline_answer import WORDING
+from nodes.response.search import topic_candidates
+from stores.saved_sessions import read_session
+from tests.support.demo import DemoArchive
+from tests.support.openai_server import ScriptedOpenAI, reply
+from tests.support.paths import DEMO_QUESTIONS, DEMO_SESSION, THREE_SITTINGS
+
+pytestmark = pytest.mark.timeout(180)
+
+USER = 1
+NOW = "2026-03-20T10:00:00+00:00"
+EGG = "How do I boil an egg?"
+
+
+EVERYDAY = {
+    EGG: "en",  # the issue's example
+    "How do I iron a shirt?": "en",  # not in the calibration set
+    "Как сварить макароны?": "ru",
+}
+"""Everyday questions, each with the language its "nothing" is said in."""
+
+
+@pytest.mark.parametrize("question", list(EVERYDAY))
+async def test_an_everyday_question_gets_nothing_from_a_small_memory(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI, question: str
+) -> None:
+    """The demo's memory (196 messages): the question is turned away in a new
+    conversation, and a question that memory holds still reaches the reranker."""
+    deps = make_deps(models={"reranker": server.chat_model()})
+    deps.indexer.store_messages(USER, read_session(DEMO_SESSION))
+    await archive_user(deps, USER, archive_all=True)
+    # A new conversation (/new): nothing earlier in it for auto-RAG to quote.
+    deps.store.sessions.start_new_segment(USER)
+
+    result = await run_turn(deps, USER, question, now_iso=NOW)
+
+    assert server.chat_requests == []
+    assert result["fallback"] == "no_candidates"
+    assert result["topics"] == []
+    assert result["answer"] == WORDING[EVERYDAY[question]].nothing
+    server.script(reply(json.dumps({"topics": []})))
+    kept = await run_turn(deps, USER, "Что сказал ветеринар про Марципана?", now_iso=NOW)
+    assert len(server.chat_requests) == 1
+    assert kept["fallback"] != "no_candidates"
+
+
+async def test_the_word_share_counts_only_what_memory_has_archived(
+    make_deps: Callable[..., Deps],
+) -> None:
+    deps = make_deps()
+    deps.indexer.store_messages(USER, read_session(THREE_SITTINGS))
+    await archive_user(deps, USER, archive_all=True)
+    # The turn going on is stored and indexed before the search, and not archived.
+    deps.indexer.store_messages(
+        USER, [NewMessage(external_id="now", role="user", content=EGG, created_at=NOW)]
+    )
+    assert word_share(deps, USER, [EGG]) == 0.0
+    assert word_share(deps, USER, ["Болит правое колено после длительной?"]) == 1.0
+    assert word_share(deps, USER, ["How do I?"]) == 1.0  # no content word: words say nothing
+
+
+@pytest.mark.parametrize("user_id", [1, 2])
+def test_on_the_demo_memory_the_egg_is_turned_away_and_every_demo_question_kept(
+    demo_archive: DemoArchive, user_id: int
+) -> None:
+    deps, context = demo_archive.deps, ResponseContext(user_id=user_id)
+    assert topic_candidates(deps, context, [EGG]) == []
+    # Its scores alone clear the floors of a memory this size: the words turn it away.
+    assert topic_candidates(deps, context.tuned(word_share_floor=0.0), [EGG])
+    questions = [entry["question"] for entry in json.loads(DEMO_QUESTIONS.read_text("utf-8"))]
+    assert len(questions) == 20
+    kept = [question for question in questions if topic_candidates(deps, context, [question])]
+    assert kept == questions  # English and Russian, asked of a memory in both
