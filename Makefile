@@ -56,9 +56,12 @@ test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-# The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds.
+# The unit tier alone (tests/unit): in process, no servers, Chroma or encoder; seconds. It
+# runs on TEST_WORKERS processes too (its tests are CPU-bound: each worker collects every
+# test, a second or two), and writes bytecode, so that pytest's rewritten test modules and
+# the sources changed since `make install` are compiled once, not in every process of every run.
 test-fast: $(DEV)
-	$(BIN)/python -m pytest -q tests/unit
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit
 
 lint: $(DEV)
 	$(BIN)/ruff check .

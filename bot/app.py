@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
-import hmac
 import logging
-import secrets
 import signal
 from urllib.parse import urlsplit
 
@@ -59,6 +56,7 @@ from bot.tracking import InFlightMiddleware, TaskTracker
 from bot.webapp.api import add_webapp, serve_webapp
 from bot.webapp.telegram import set_menu_button
 from bot.webhook import ReplyingRequestHandler
+from bot.webhook_secret import webhook_secret
 from core.deps import Deps
 from core.errors import ConfigurationError, ServiceUnavailable
 from core.settings import Settings
@@ -222,18 +220,6 @@ async def run_polling(dispatcher: Dispatcher, bot: Bot, *, handle_signals: bool 
         allowed_updates=dispatcher.resolve_used_update_types(),
         mode="polling",
     )
-
-
-def webhook_secret(settings: Settings) -> str:
-    """`TOPICA_WEBHOOK_SECRET`; without it, a random one for one process, or, on a shared
-    database (replicas behind one URL, where each `setWebhook` replaces the last), one
-    every replica derives alike from the bot's token."""
-    if settings.webhook_secret:
-        return settings.webhook_secret.get_secret_value()
-    if settings.database_url is None:
-        return secrets.token_urlsafe(32)
-    token = settings.telegram_token.get_secret_value() if settings.telegram_token else ""
-    return hmac.new(token.encode(), b"topica-webhook-secret", hashlib.sha256).hexdigest()
 
 
 async def run_webhook(

@@ -30,9 +30,8 @@ from aiogram.enums import ChatType, ParseMode
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import Message
 
-from bot.render import escape, html_to_plain, markdown_to_html, well_nested
+from bot.render import draft_html, html_to_plain
 from bot.sending import is_parse_error
-from bot.splitting import split_message
 from bot.updates import external_id
 from core.settings import Settings
 from core.stops import GenerationStops
@@ -43,17 +42,6 @@ CLOSE_TIMEOUT_S = 5.0
 """How long the final message waits for a draft still in flight."""
 
 REFUSALS = (TelegramAPIError, aiohttp.ClientError, TimeoutError)
-
-
-def draft_html(markdown: str) -> str:
-    """The answer so far as one draft's HTML: rendered (as escaped text where the rendering
-    is not well nested), and its last part if it is long; empty while the Markdown so far
-    renders to nothing, such as a lone `**`."""
-    html = markdown_to_html(markdown)
-    if not well_nested(html):
-        html = escape(html_to_plain(html))
-    parts = split_message(html, html=True)
-    return parts[-1] if parts else ""
 
 
 class DraftStream:

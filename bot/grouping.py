@@ -23,8 +23,10 @@ import asyncio
 from collections import Counter, defaultdict
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from aiogram.types import Message
+if TYPE_CHECKING:  # annotations only: aiogram's types load with the bot
+    from aiogram.types import Message
 
 RECHECK_S = 0.05
 """How often a group waiting only for messages being stored looks again."""

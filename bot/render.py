@@ -15,6 +15,8 @@ from html.parser import HTMLParser
 
 from chatgpt_md_converter import telegram_format
 
+from bot.splitting import split_message
+
 
 def markdown_to_html(markdown: str) -> str:
     return telegram_format(markdown).strip()
@@ -74,3 +76,14 @@ def html_to_plain(markup: str) -> str:
     if extractor.rawdata:
         text += extractor.rawdata
     return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def draft_html(markdown: str) -> str:
+    """The answer so far as one draft's HTML: rendered (as escaped text where the rendering
+    is not well nested), and its last part if it is long; empty while the Markdown so far
+    renders to nothing, such as a lone `**`."""
+    html = markdown_to_html(markdown)
+    if not well_nested(html):
+        html = escape(html_to_plain(html))
+    parts = split_message(html, html=True)
+    return parts[-1] if parts else ""

@@ -20,13 +20,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from langgraph.runtime import Runtime
 
-from core.context import MemoryContext
 from core.deps import Deps
 from core.ports import Embedder
 from core.records import NewMessage
@@ -35,17 +33,20 @@ from stores.embedders import build_embedder
 from stores.relational import RelationalStore
 from stores.services import build_relational_store
 from tests.support.messages import new_messages
-from tests.support.models import ScriptedChatModel, scripted_model
-from tests.support.openai_server import ScriptedOpenAI
-from tests.support.postgres import MigratedSchemas, postgres_test_database
 from tests.support.services import (
     StoreEngine,
     closing_each,
     isolated_settings,
     local_deps,
-    memory_runtime,
     schema_for,
 )
+
+if TYPE_CHECKING:  # LangGraph, LangChain, aiohttp and psycopg load with the fixtures that use them
+    from langgraph.runtime import Runtime
+
+    from core.context import MemoryContext
+    from tests.support.models import ScriptedChatModel
+    from tests.support.openai_server import ScriptedOpenAI
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "integration", "e2e", "real_model")
@@ -79,6 +80,8 @@ def store_engine(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "sqlite":
         yield "sqlite"
         return
+    from tests.support.postgres import MigratedSchemas, postgres_test_database
+
     with postgres_test_database(POSTGRES_SERVER) as url:
         if url is None:
             pytest.skip(f"no PostgreSQL server answers at {POSTGRES_SERVER}")
@@ -108,6 +111,30 @@ def _store_environment(request: pytest.FixtureRequest) -> Iterator[None]:
         patch.setenv("TOPICA_DATABASE_SCHEMA", schema)
         yield
     schemas.take_back(schema)
+
+
+ONE_WORKER = (
+    "tests/unit/test_bot_config.py",
+    "tests/unit/test_bot_grouping.py",
+    "tests/unit/test_bot_responses.py",
+    "tests/unit/test_webhook_reply.py",
+)
+"""The unit tests that build aiogram's types (seconds to import): on pytest-xdist they all
+run on one worker, so one worker imports aiogram, not each."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist load` (`-n` alone), except that the tests of `ONE_WORKER` go as one unit."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerForSome(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "one worker" if nodeid.split("::", 1)[0] in ONE_WORKER else nodeid
+
+    return OneWorkerForSome(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -191,17 +218,23 @@ def fake_model() -> Callable[..., ScriptedChatModel]:
     Replies (text, or a dict/list sent as JSON) come in order; then `then` forever
     if given, or `error` is raised (a provider failure) if given.
     """
+    from tests.support.models import scripted_model
+
     return scripted_model
 
 
 @pytest.fixture
 def runtime_for() -> Callable[..., Runtime[MemoryContext]]:
     """`runtime_for(user_id, **context)`: the runtime a memory-graph node receives."""
+    from tests.support.services import memory_runtime
+
     return memory_runtime
 
 
 @pytest_asyncio.fixture
 async def server() -> AsyncIterator[ScriptedOpenAI]:
     """The scripted OpenAI-compatible server on loopback, for the test's duration."""
+    from tests.support.openai_server import ScriptedOpenAI
+
     async with ScriptedOpenAI() as scripted:
         yield scripted

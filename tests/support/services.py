@@ -8,9 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langgraph.runtime import Runtime
-
-from core.context import MemoryContext
 from core.deps import Deps
 from core.models import ModelRegistry
 from core.ports import Embedder
@@ -18,6 +15,9 @@ from core.settings import Settings
 from stores.services import build_deps
 
 if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
+
+    from core.context import MemoryContext
     from tests.support.postgres import MigratedSchemas
 
 
@@ -56,6 +56,10 @@ def local_deps(
 
 def memory_runtime(user_id: int = 1, **overrides: Any) -> Runtime[MemoryContext]:
     """The runtime a memory-graph node receives, for calling a node alone."""
+    from langgraph.runtime import Runtime
+
+    from core.context import MemoryContext
+
     return Runtime(context=MemoryContext(user_id=user_id, **overrides))
 
 

@@ -14,7 +14,7 @@ import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -23,7 +23,9 @@ from core.models import ModelRegistry
 from stores.indexing import Indexer
 from stores.services import build_deps
 from tests.support.services import closing_each, isolated_settings
-from tests.support.worlds import RerankWorld, build_rerank_world
+
+if TYPE_CHECKING:  # the graphs it builds load with the fixture
+    from tests.support.worlds import RerankWorld
 
 MOVE = "that test belongs in tests/integration"
 
@@ -87,4 +89,6 @@ def make_deps(tmp_path: Path) -> Iterator[Callable[..., Deps]]:
 @pytest.fixture
 def world(make_deps: Callable[..., Deps]) -> RerankWorld:
     """The reranker's world (user 1's topics and person, user 2's secret topic) in SQLite."""
+    from tests.support.worlds import build_rerank_world
+
     return build_rerank_world(make_deps())

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
-from aiogram.types import Chat, Document, Message, PhotoSize, Voice
 
-from bot.media import describe, incoming_file
 from bot.texts import ENGLISH, RUSSIAN, texts_for
 from core.settings import Settings
+
+if TYPE_CHECKING:
+    from aiogram.types import Message
+
+# aiogram's types take seconds to build: they load when a test runs, not at collection, and
+# this file's tests all run on one xdist worker (`ONE_WORKER` in tests/conftest.py).
 
 
 @pytest.mark.parametrize(
@@ -53,10 +58,16 @@ def test_every_text_exists_in_both_languages() -> None:
 
 
 def message(**content) -> Message:
+    from aiogram.types import Chat, Message
+
     return Message(message_id=1, date=datetime.now(UTC), chat=Chat(id=1, type="private"), **content)
 
 
 def test_what_is_stored_on_arrival() -> None:
+    from aiogram.types import Document, PhotoSize, Voice
+
+    from bot.media import describe
+
     assert describe(message(text="hello"), ENGLISH) == "hello"
     photo = [PhotoSize(file_id="p", file_unique_id="p", width=1, height=1, file_size=10)]
     assert describe(message(photo=photo, caption="sea"), RUSSIAN) == "[фото] sea"
@@ -80,6 +91,10 @@ def test_what_is_stored_on_arrival() -> None:
     ],
 )
 def test_document_kinds(name: str, mime_type: str, kind: str) -> None:
+    from aiogram.types import Document
+
+    from bot.media import incoming_file
+
     document = Document(file_id="d", file_unique_id="d", file_name=name, mime_type=mime_type)
     file = incoming_file(message(document=document))
     assert file is not None and file.kind == kind

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.drafts import draft_html
+from bot.render import draft_html
 from bot.splitting import TELEGRAM_LIMIT, utf16_length
 from tests.support.bot_api_server import check_telegram_html
 

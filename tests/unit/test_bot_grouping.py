@@ -5,13 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
-
-from aiogram.types import Chat, Message
+from typing import TYPE_CHECKING
 
 from bot.grouping import MessageGrouper
 
+if TYPE_CHECKING:
+    from aiogram.types import Message
+
+# aiogram's types take seconds to build: they load when a test runs, not at collection, and
+# this file's tests all run on one xdist worker (`ONE_WORKER` in tests/conftest.py).
+
 
 def message(message_id: int, chat_id: int = 1) -> Message:
+    from aiogram.types import Chat, Message
+
     return Message(
         message_id=message_id,
         date=datetime.now(UTC),

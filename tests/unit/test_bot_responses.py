@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import gc
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiogram.methods import GetMyCommands, GetWebhookInfo, Response, TelegramMethod
+if TYPE_CHECKING:
+    from aiogram.methods import TelegramMethod
 
-from bot.responses import KeepResponseModels
+    from bot.responses import KeepResponseModels
+
+# aiogram's types take seconds to build: they load when a test runs, not at collection, and
+# this file's tests all run on one xdist worker (`ONE_WORKER` in tests/conftest.py).
 
 
 async def through(keep: KeepResponseModels, method: TelegramMethod[Any]) -> None:
@@ -21,10 +25,16 @@ async def through(keep: KeepResponseModels, method: TelegramMethod[Any]) -> None
 
 
 def model_of(method: type[TelegramMethod[Any]]) -> weakref.ref[type]:
+    from aiogram.methods import Response
+
     return weakref.ref(Response[method.__returning__])  # type: ignore[name-defined]
 
 
 async def test_a_kept_response_model_survives_a_collection_and_others_do_not() -> None:
+    from aiogram.methods import GetMyCommands, GetWebhookInfo, Response
+
+    from bot.responses import KeepResponseModels
+
     keep = KeepResponseModels()
     await through(keep, GetWebhookInfo())
     kept, unkept = model_of(GetWebhookInfo), model_of(GetMyCommands)

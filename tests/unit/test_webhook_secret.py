@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.app import webhook_secret
+from bot.webhook_secret import webhook_secret
 from tests.support.services import isolated_settings
 
 TOKEN = "123456:TEST-TOKEN"
