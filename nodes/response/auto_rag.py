@@ -3,9 +3,12 @@
 Hybrid search over the segment's conversation (vectors and BM25, fused by RRF; never a
 memory-only answer, so those never quote each other), without the
 messages the context already shows (the sliding window, the recalled topics). A hit
-counts only when its cosine to the current message reaches `auto_rag_min_similarity`
-and it is not a short "ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The
-caller skips all this while the segment is no longer than the window.
+counts only when its cosine to the current message reaches `auto_rag_min_similarity`,
+it shares a word with the message (a full-text hit) or its cosine reaches the calibrated
+message-vector floor (what an unrelated question's best hit reaches 5% of the time:
+"How do I boil an egg?" is 0.37 from a line about a cat), and it is not a short
+"ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The caller skips all this
+while the segment is no longer than the window.
 """
 
 from __future__ import annotations
@@ -63,12 +66,16 @@ def relevant_earlier_messages(
     unscored = [rows[i] for i in scores if i not in similarity and i in rows]
     for message_id, other in reads.message_vectors(deps.embedder, unscored).items():
         similarity[message_id] = float(np.dot(vector, other))
+    worded = {i for i, _ in text_hits}
     picked: list[MessageRow] = []
     for message_id in sorted(scores, key=lambda i: -scores[i]):
         row = rows.get(message_id)
         if row is None or row["kind"] != MEMORY_KIND or row["topic_id"] in exclude_topic_ids:
             continue
-        if similarity.get(message_id, 0.0) < context.tuning.auto_rag_min_similarity:
+        cosine = similarity.get(message_id, 0.0)
+        if cosine < context.tuning.auto_rag_min_similarity:
+            continue
+        if message_id not in worded and cosine < context.tuning.message_vector_floor:
             continue
         if tokens(row["content"]) < context.tuning.auto_rag_min_message_tokens:
             continue

@@ -16,6 +16,7 @@ from app.turns import run_turn
 from core.context import ResponseContext
 from core.deps import Deps
 from core.records import NewMessage
+from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.gate import word_share
 from nodes.response.offline_answer import WORDING
 from nodes.response.search import topic_candidates
@@ -61,6 +62,26 @@ async def test_an_everyday_question_gets_nothing_from_a_small_memory(
     kept = await run_turn(deps, USER, "Что сказал ветеринар про Марципана?", now_iso=NOW)
     assert len(server.chat_requests) == 1
     assert kept["fallback"] != "no_candidates"
+
+
+async def test_in_the_same_conversation_auto_rag_quotes_none_of_it_either(
+    make_deps: Callable[..., Deps], server: ScriptedOpenAI
+) -> None:
+    """As `topica demo` asks: in the conversation it archived, no earlier line is quoted
+    for the egg (its nearest are 0.37 from a line about a film and 0.36 from one about a
+    cat, no word shared), while a question sharing the conversation's words gets its line."""
+    deps = make_deps(models={"reranker": server.chat_model()})
+    deps.indexer.store_messages(USER, read_session(DEMO_SESSION))
+    await archive_user(deps, USER, archive_all=True)
+    segment = deps.store.sessions.current_segment(USER)
+    context = ResponseContext(user_id=USER, now_iso=NOW)
+
+    result = await run_turn(deps, USER, EGG, now_iso=NOW)
+
+    assert result["answer"] == WORDING["en"].nothing
+    assert relevant_earlier_messages(deps, context, EGG, segment, set()) == []
+    worded = relevant_earlier_messages(deps, context, "Astrophage", segment, set())
+    assert worded and "Astrophage" in worded[0]["content"]
 
 
 async def test_the_word_share_counts_only_what_memory_has_archived(
