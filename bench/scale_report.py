@@ -88,7 +88,7 @@ def write_bench(result: dict[str, Any], out: Path) -> None:
         "them vector queries, plus id lookups and fusion).",
         "",
         "Scoring the passages of long messages against a query (the context assembly, "
-        "`nodes.response.passages`), texts the local embedder has not seen:",
+        "`nodes.response.ranking.passages`), texts the local embedder has not seen:",
         "",
         markdown_table(*passage_rows(result)),
         "",

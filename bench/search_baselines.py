@@ -1,6 +1,6 @@
 """What `topica bench search` sets beside the search: brute-force numpy cosine, one bare
 Chroma query over the same vectors, and the local embedder's costs (a query; the
-passages of long messages that the context assembly scores, `nodes.response.passages`)."""
+passages of long messages that the context assembly scores, `nodes.response.ranking.passages`)."""
 
 from __future__ import annotations
 
@@ -111,9 +111,8 @@ def encoder_costs(directory: Path, texts: list[str], words: Sequence[str]) -> di
 
 def passage_embedding(encoder, query: str, words: Sequence[str], messages: int) -> dict[str, Any]:
     """Time `passage_scores` over the passages of `messages` long messages made of `words`."""
-    from nodes.response.passages import passage_scores, split_passages
-
     from core.context import ResponseContext
+    from nodes.response.ranking.passages import passage_scores, split_passages
 
     passage_chars = ResponseContext(user_id=TARGET_USER).tuning.excerpt_passage_chars
     random = np.random.default_rng(messages)
