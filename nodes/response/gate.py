@@ -95,21 +95,26 @@ def word_share(deps: Deps, user_id: int, queries: Sequence[str]) -> float:
     """The largest share, over the queries, of a query's content words (`query_terms`) that
     the user's archived conversation holds, found through the full-text index (a word as
     it is matched there, by its first letters); 1.0 for a query without content words."""
-    shares = []
-    for query in queries:
-        words = query_terms(query)
-        if not words:
-            return 1.0
-        shares.append(sum(archived_holds(deps, user_id, word) for word in words) / len(words))
-    return max(shares, default=1.0)
+    terms = [query_terms(query) for query in queries]
+    if not terms or not all(terms):
+        return 1.0
+    held = archived_words(deps, user_id, {word for words in terms for word in words})
+    return max(sum(word in held for word in words) / len(words) for words in terms)
 
 
-def archived_holds(deps: Deps, user_id: int, word: str) -> bool:
-    """Whether one of the user's archived messages, or a document one carried, holds
-    `word` (among the first `WORD_HITS` full-text hits of each: the conversation going
-    on is not archived yet)."""
+def archived_words(deps: Deps, user_id: int, words: set[str]) -> set[str]:
+    """Those of `words` one of the user's archived messages, or a document one carried,
+    holds (among the first `WORD_HITS` full-text hits of each: the conversation going on
+    is not archived yet). One full-text read a word (two while the user has documents)
+    and one read of the hits' topics."""
     store = deps.store
-    found = [i for i, _ in store.messages.search(user_id, word, WORD_HITS)]
-    if passages := [i for i, _ in store.attachments.search(user_id, word, WORD_HITS)]:
-        found += [row["message_id"] for row in store.attachments.passages_by_ids(user_id, passages)]
-    return any(store.messages.topics_of(user_id, found).values())
+    found = {
+        word: [i for i, _ in store.messages.search(user_id, word, WORD_HITS)] for word in words
+    }
+    if "passages" in store.holding(user_id, ("passages",)):
+        for word in words:
+            passages = [i for i, _ in store.attachments.search(user_id, word, WORD_HITS)]
+            rows = store.attachments.passages_by_ids(user_id, passages) if passages else []
+            found[word] += [row["message_id"] for row in rows]
+    topics = store.messages.topics_of(user_id, sorted({i for ids in found.values() for i in ids}))
+    return {word for word, ids in found.items() if any(topics.get(i) for i in ids)}
