@@ -5,10 +5,9 @@ memory-only answer, so those never quote each other), without the
 messages the context already shows (the sliding window, the recalled topics). A hit
 counts only when its cosine to the current message reaches `auto_rag_min_similarity`,
 it shares a word with the message (a full-text hit) or its cosine reaches the calibrated
-message-vector floor (what an unrelated question's best hit reaches 5% of the time:
-"How do I boil an egg?" is 0.37 from a line about a cat), and it is not a short
-"ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The caller skips all this
-while the segment is no longer than the window.
+message-vector floor (what an unrelated question's best hit reaches 5% of the time), and
+it is not a short "ok"/"thanks"; at most `auto_rag_top_k` hits, best first. The caller
+skips all this while the segment is no longer than the window.
 """
 
 from __future__ import annotations
