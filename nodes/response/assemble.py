@@ -123,7 +123,7 @@ def topics_section(
         return Layer("", [])
     reasons = reason_lines(selected)
     max_chars = max(0, budget - tokens(reasons) - TOPICS_FRAME_TOKENS) * CHARS_PER_TOKEN
-    recalled = [*selected, *more]
+    recalled = shown.topics
     topic_ids = [topic["id"] for topic in recalled]
     given = {topic["id"]: topic["excerpt"] for topic in selected if topic["excerpt"]}
     excerpts = given

@@ -52,15 +52,16 @@ def relevant(
     if not any(score is not None for score in best.values()):
         return False
     store, user_id = deps.store, context.user_id
+    words = word_share_curve(context)
     most_messages, most_topics = message_curve(context).saturation, topic_curve(context).saturation
+    messages = store.messages.archived_count(user_id, max(most_messages, words.saturation))
     if not clears_floor(best, floors_of(context, most_messages, most_topics)):
-        messages = store.messages.archived_count(user_id, most_messages)
         topics = store.topics.count(user_id, most_topics)
         if not clears_floor(best, floors_of(context, messages, topics)):
             return named_in_memory(deps, user_id, hits.queries)
-    words = word_share_curve(context)
-    floor = words.at(store.messages.archived_count(user_id, words.saturation))
-    if floor <= 0 or word_share(deps, user_id, hits.queries) >= floor:
+    floor = words.at(messages)
+    documents = "passages" in hits.held
+    if floor <= 0 or word_share(deps, user_id, hits.queries, documents) >= floor:
         return True
     nearest = max(signals["message_vectors"], key=lambda hit: hit[1], default=None)
     if nearest is not None and not in_their_script(deps, user_id, hits.queries, nearest[0]):
@@ -91,27 +92,28 @@ def named_in_memory(deps: Deps, user_id: int, queries: Sequence[str]) -> bool:
     return False
 
 
-def word_share(deps: Deps, user_id: int, queries: Sequence[str]) -> float:
+def word_share(deps: Deps, user_id: int, queries: Sequence[str], documents: bool = True) -> float:
     """The largest share, over the queries, of a query's content words (`query_terms`) that
     the user's archived conversation holds, found through the full-text index (a word as
-    it is matched there, by its first letters); 1.0 for a query without content words."""
+    it is matched there, by its first letters); 1.0 for a query without content words.
+    `documents`: whether the user may hold documents' passages to look in too."""
     terms = [query_terms(query) for query in queries]
     if not terms or not all(terms):
         return 1.0
-    held = archived_words(deps, user_id, {word for words in terms for word in words})
+    held = archived_words(deps, user_id, {word for words in terms for word in words}, documents)
     return max(sum(word in held for word in words) / len(words) for words in terms)
 
 
-def archived_words(deps: Deps, user_id: int, words: set[str]) -> set[str]:
-    """Those of `words` one of the user's archived messages, or a document one carried,
-    holds (among the first `WORD_HITS` full-text hits of each: the conversation going on
-    is not archived yet). One full-text read a word (two while the user has documents)
-    and one read of the hits' topics."""
+def archived_words(deps: Deps, user_id: int, words: set[str], documents: bool) -> set[str]:
+    """Those of `words` one of the user's archived messages, or (with `documents`) a
+    document one carried, holds (among the first `WORD_HITS` full-text hits of each: the
+    conversation going on is not archived yet). One full-text read a word (two with
+    `documents`) and one read of the hits' topics."""
     store = deps.store
     found = {
         word: [i for i, _ in store.messages.search(user_id, word, WORD_HITS)] for word in words
     }
-    if "passages" in store.holding(user_id, ("passages",)):
+    if documents:
         for word in words:
             passages = [i for i, _ in store.attachments.search(user_id, word, WORD_HITS)]
             rows = store.attachments.passages_by_ids(user_id, passages) if passages else []

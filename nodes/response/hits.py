@@ -45,6 +45,9 @@ class Hits:
     dated: list[int] = field(default_factory=list)
     """Archived messages written on the days and in the months the queries name
     (`dated_messages`)."""
+    held: frozenset[str] = frozenset()
+    """The kinds of record the user holds (`Store.holding`), documents' passages among
+    them: a kind not held was not searched."""
 
     @property
     def topic_text(self) -> list[list[int]]:
@@ -152,6 +155,7 @@ def find_hits(
         vectors_down=down,
         queries=queries,
         dated=dated,
+        held=frozenset(held),
     )
 
 
