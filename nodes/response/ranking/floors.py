@@ -41,7 +41,7 @@ start a sentence, never match.
 
 Message hits count only when archived (filed in a topic), as in the fusion: the turn's
 own question is stored and indexed before the search, and would otherwise be its own best
-hit. With the vector index down the gate is open (`nodes.response.search.relevant`): the
+hit. With the vector index down the gate is open (`nodes.response.gate.relevant`): the
 floors hold for the four signals together, and full-text search alone would rarely clear
 them.
 """
