@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bench.corpus import Corpus
-from bench.metrics import CutLine, Unit
+from bench.metrics import Fitter, Unit
 from core.text import conversation_log, short_time
 from nodes.response.ranking.fusion import rrf_scores
 
@@ -54,8 +54,9 @@ class Retrieval:
     answer); None: the method has no such answer."""
     untimed_ms: float = 0.0
     """What `retrieve` spent on more than retrieval (the quotes), left out of its latency."""
-    cut: CutLine | None = None
-    """The line of a message the fill gives by passages (`bench.metrics.part_id`)."""
+    fit: Fitter | None = None
+    """What the method's own context holds at each budget (None: the longest prefix of
+    `fill` that fits, `bench.metrics.pack`)."""
 
 
 class Method(Protocol):

@@ -10,10 +10,12 @@ header and one transcript line per message. Evidence is a list of dia_ids.
 - NDCG@k: graded gain = the evidence messages a unit holds that no higher unit
   held; the ideal ranking is the method's own units sorted by that gain, so a
   method is compared with the best it could have done with its own units;
-- recall at a budget: the method's context order (`Retrieval.fill`: which message goes
-  in next) is cut at the longest prefix whose rendered context stays within the
-  budget; an evidence message counts when its line is in the context (a long message
-  the method shows by passages, `part_id`: when one of its passages is).
+- recall at a budget: what the method's context holds at that budget; an evidence
+  message counts when its line is in the context. A baseline's context is its order
+  (`Retrieval.fill`: which message goes in next) cut at the longest prefix whose
+  rendered context stays within the budget (`pack`); Topica's is what the response
+  graph's context fill puts there (`Retrieval.fit`), a long message counting when one
+  of its passages is shown.
 
 The context renders the chosen messages grouped by unit (units in the order they
 were first drawn on, each with its header once, its messages in conversation
@@ -31,10 +33,6 @@ from dataclasses import dataclass
 from langchain_core.messages.utils import count_tokens_approximately
 
 BLOCK_SEPARATOR = "\n\n"
-PART = "\x1f"
-"""Between a message id and a passage index in a fill item (`part_id`)."""
-CutLine = Callable[[str, frozenset[int]], str]
-"""A message's line showing only the chosen passages (by index)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +56,10 @@ class Packed:
     """Units with at least one message in the context."""
 
 
+Fitter = Callable[[Sequence[int]], Mapping[int, Packed]]
+"""What a method's context holds at each of some budgets (tokens)."""
+
+
 def count_tokens(text: str) -> int:
     """Tokens of `text` as one message, the way the response graph counts its context."""
     return count_tokens_approximately([text]) if text else 0
@@ -68,42 +70,16 @@ def whole_units(units: Sequence[Unit]) -> list[tuple[str, str]]:
     return [(unit.key, message_id) for unit in units for message_id in unit.message_ids]
 
 
-def part_id(message_id: str, index: int) -> str:
-    """The fill's id of a message's passage `index` (a message shown in part)."""
-    return f"{message_id}{PART}{index}"
-
-
-def split_item(item: str) -> tuple[str, int | None]:
-    """(message id, passage index; None: the whole message) of a fill item."""
-    message_id, _, index = item.partition(PART)
-    return message_id, int(index) if index else None
-
-
-def render(
-    fill: Sequence[tuple[str, str]],
-    units: Mapping[str, Unit],
-    lines: Mapping[str, str],
-    cut: CutLine | None = None,
-):
-    """The context holding the (unit key, message id) pairs of `fill`, grouped by unit; a
-    message given by passages (`part_id`) is rendered by `cut` from the ones chosen."""
-    chosen: dict[str, dict[str, set[int] | None]] = {}
-    for key, item in fill:
-        message_id, index = split_item(item)
-        parts = chosen.setdefault(key, {})
-        if index is None:
-            parts[message_id] = None
-        elif parts.get(message_id, set()) is not None:
-            parts.setdefault(message_id, set()).add(index)  # type: ignore[union-attr]
+def render(fill: Sequence[tuple[str, str]], units: Mapping[str, Unit], lines: Mapping[str, str]):
+    """The context holding the (unit key, message id) pairs of `fill`, grouped by unit."""
+    chosen: dict[str, set[str]] = {}
+    for key, message_id in fill:
+        chosen.setdefault(key, set()).add(message_id)
     blocks = []
     for key, ids in chosen.items():
         unit = units[key]
-        body = "\n".join(
-            lines[i] if ids[i] is None or cut is None else cut(i, frozenset(ids[i] or ()))
-            for i in unit.message_ids
-            if i in ids
-        )
-        whole = all(i in ids and ids[i] is None for i in unit.message_ids)
+        body = "\n".join(lines[i] for i in unit.message_ids if i in ids)
+        whole = all(i in ids for i in unit.message_ids)
         header = unit.header if whole or unit.excerpt_header is None else unit.excerpt_header
         blocks.append(f"{header}\n{body}" if header else body)
     return BLOCK_SEPARATOR.join(blocks)
@@ -114,7 +90,6 @@ def pack(
     units: Mapping[str, Unit],
     lines: Mapping[str, str],
     budget: int,
-    cut: CutLine | None = None,
 ) -> Packed:
     """The longest prefix of `fill` whose rendered context is within `budget` tokens.
 
@@ -123,19 +98,19 @@ def pack(
     conversation, and the prefixes rendered stay near its size).
     """
     low, high = 0, 1
-    while high < len(fill) and count_tokens(render(fill[:high], units, lines, cut)) <= budget:
+    while high < len(fill) and count_tokens(render(fill[:high], units, lines)) <= budget:
         low, high = high, high * 2
     high = min(high, len(fill))
     while low < high:
         middle = (low + high + 1) // 2
-        if count_tokens(render(fill[:middle], units, lines, cut)) <= budget:
+        if count_tokens(render(fill[:middle], units, lines)) <= budget:
             low = middle
         else:
             high = middle - 1
     kept = fill[:low]
     return Packed(
-        message_ids=frozenset(split_item(item)[0] for _, item in kept),
-        tokens=count_tokens(render(kept, units, lines, cut)),
+        message_ids=frozenset(message_id for _, message_id in kept),
+        tokens=count_tokens(render(kept, units, lines)),
         units=len({key for key, _ in kept}),
     )
 

@@ -114,9 +114,12 @@ def score(
     units = retrieval.units
     by_key = {unit.key: unit for unit in units}
     fill = retrieval.fill if retrieval.fill is not None else whole_units(units)
-    packs = {
-        b: pack(fill, by_key, corpus.lines, b, retrieval.cut) for b in sorted({*budgets, budget})
-    }
+    wanted = sorted({*budgets, budget})
+    packs = (
+        retrieval.fit(wanted)
+        if retrieval.fit is not None
+        else {b: pack(fill, by_key, corpus.lines, b) for b in wanted}
+    )
     selected = units[: retrieval.selected if retrieval.selected is not None else 5]
     return Answer(
         method=method.name,

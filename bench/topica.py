@@ -25,27 +25,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 
 from langgraph.graph.state import CompiledStateGraph
 
 from bench.baselines import Retrieval
 from bench.corpus import Corpus
-from bench.metrics import CutLine, Unit, part_id
+from bench.metrics import Packed, Unit, count_tokens
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
-from core.records import parse_timestamp
+from core.records import MessageRow, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.offline_answer import recall_topics
-from nodes.response.ranking.passages import cut_line
+from nodes.response.ranking.fill import fill_budgets
 from nodes.response.ranking.recall import Recall, rank_items, search_queries
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import excerpt_header, topic_header
+from nodes.shared.budget import CHARS_PER_TOKEN
 
 
 def ranked_topic_ids(state: ResponseState) -> list[int]:
@@ -65,6 +66,44 @@ def turn_time(corpus: Corpus) -> str:
     """Questions are asked the day after the conversation's last message."""
     last = max((row["created_at"] for row in corpus.rows.values()), key=parse_timestamp)
     return (datetime.fromisoformat(last) + timedelta(days=1)).isoformat()
+
+
+TOKENS_PER_TEXT = count_tokens("x") - 1
+"""The tokens `count_tokens` adds to a text's characters' (a message's overhead)."""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One question's shown topics, to fill a budget with as the response graph does."""
+
+    corpus: Corpus
+    keys: Mapping[int, str]
+    """Each topic's unit key."""
+    members: Sequence[tuple[int, Sequence[MessageRow]]]
+    headers: Mapping[int, tuple[int, int]]
+    recall: Recall
+    ranking: Ranking
+
+    def order(self) -> list[tuple[str, str]]:
+        """(unit key, message id) in the order the context takes them (`rank_items`)."""
+        items, _ = rank_items(self.members, self.recall, self.ranking)
+        external = self.corpus.external_of
+        return list(dict.fromkeys((self.keys[topic_id], external[m]) for topic_id, m, _ in items))
+
+    def __call__(self, budgets: Sequence[int]) -> dict[int, Packed]:
+        """What `fill_budgets` puts in a context of each budget (tokens as `count_tokens`
+        counts them: the characters `fill_budget` charges, a token per `CHARS_PER_TOKEN`)."""
+        chars = [max(0, budget - TOKENS_PER_TEXT) * CHARS_PER_TOKEN for budget in budgets]
+        filled = fill_budgets(self.members, self.headers, self.recall, self.ranking, chars)
+        external = self.corpus.external_of
+        return {
+            budget: Packed(
+                message_ids=frozenset(external[m] for m in one.shown),
+                tokens=-(-one.chars // CHARS_PER_TOKEN) + TOKENS_PER_TEXT if one.topics else 0,
+                units=len(one.topics),
+            )
+            for budget, one in zip(budgets, filled, strict=True)
+        }
 
 
 class Topica:
@@ -146,38 +185,26 @@ class Topica:
     def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
         return {i: unit.key for unit in self._units.values() for i in unit.message_ids}
 
-    def fill(
-        self, corpus: Corpus, question: str, state: ResponseState
-    ) -> tuple[list[tuple[str, str]], CutLine]:
-        """The shown topics' messages (a long one by passages, `bench.metrics.part_id`) in
-        the order the context takes them (`rank_items`), and the line of one cut."""
+    def fill(self, corpus: Corpus, question: str, state: ResponseState) -> Fit:
+        """The shown topics' messages in the order the context takes them (`rank_items`),
+        and what the response graph's context holds of them at each budget (`fill_budgets`)."""
         rows = corpus.rows
-        items, passages = rank_items(
-            [
-                (i, [rows[corpus.external_of[m]] for m in self._members[i]])
-                for i in shown_topic_ids(state)
-                if i in self._units
-            ],
-            Recall.of({**state, "text": question}, corpus.deps.embedder),
-            Ranking.of(self._context),
-        )
-        fill = [
-            (
-                self._units[topic_id].key,
-                corpus.external_of[message_id]
-                if index is None
-                else part_id(corpus.external_of[message_id], index),
-            )
-            for topic_id, message_id, index in items
-            if message_id in corpus.external_of
+        members = [
+            (i, [rows[corpus.external_of[m]] for m in self._members[i]])
+            for i in shown_topic_ids(state)
+            if i in self._units
         ]
-        by_external = {corpus.external_of[m]: parts for m, parts in passages.items()}
-
-        @cache
-        def cut(message_id: str, chosen: frozenset[int]) -> str:
-            return cut_line(rows[message_id], by_external[message_id], chosen)
-
-        return fill, cut
+        recall = Recall.of({**state, "text": question}, corpus.deps.embedder)
+        ranking = Ranking.of(self._context)
+        headers = {
+            topic_id: (
+                len(self._units[topic_id].excerpt_header or ""),
+                len(self._units[topic_id].header),
+            )
+            for topic_id, _ in members
+        }
+        keys = {topic_id: self._units[topic_id].key for topic_id, _ in members}
+        return Fit(corpus, keys, members, headers, recall, ranking)
 
     async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
         assert self._graph is not None, "prepare() first"
@@ -191,7 +218,7 @@ class Topica:
             if shared is not None:
                 shared[question] = state
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
-        fill, cut = self.fill(corpus, question, state) if self.excerpts else (None, None)
+        fit = self.fill(corpus, question, state) if self.excerpts else None
         quoted, untimed_ms = None, 0.0
         if self.quotes:
             started = time.perf_counter()
@@ -203,10 +230,10 @@ class Topica:
             untimed_ms = (time.perf_counter() - started) * 1000
         return Retrieval(
             [self._units[i] for i in ranked],
-            fill=fill,
+            fill=fit.order() if fit is not None else None,
+            fit=fit,
             quoted=quoted,
             untimed_ms=untimed_ms,
-            cut=cut,
             selected=len(state.get("selected_topics") or []),
             llm_calls=usage.calls,
             prompt_tokens=usage.prompt_tokens,

@@ -35,4 +35,5 @@ def relevant_excerpts(
         for topic_id in headers
         if topic_id not in given
     ]
-    return fill_budget(members, headers, recall, ranking, max_chars, given)
+    filled = fill_budget(members, headers, recall, ranking, max_chars, given)
+    return filled.topics, filled.excerpts

@@ -19,10 +19,11 @@ from bench.baselines import MessageLevel, Retrieval
 from bench.corpus import Corpus
 from bench.eval_locomo import default_methods, eval_locomo
 from bench.locomo import Conversation, load_conversations
-from bench.metrics import Unit
+from bench.metrics import Unit, count_tokens
 from bench.report import fraction, markdown_report
 from bench.topica import Topica
 from core.text import transcript
+from nodes.response.excerpts import relevant_excerpts
 from tests.support.bench import tokens_by_hand
 
 SESSION_1 = [
@@ -288,3 +289,43 @@ async def test_cross_validation_scores_variants_through_the_same_retrieval(
     assert result["rerank_fallbacks"] == {"no_model": 3}
     report = markdown_report(result)
     assert "## Leave one conversation out" in report and "| conv-t | 3 | defaults |" in report
+
+
+async def test_topicas_context_at_a_budget_is_what_the_response_graphs_fill_shows(
+    deps, make_messages
+) -> None:
+    """The bench scores the messages `relevant_excerpts` (assemble's fill) would show of
+    the same topics, within the budget as `count_tokens` counts it."""
+    long = " ".join(f"Sentence {i} is about the harbour ferry timetable." for i in range(60))
+    messages = make_messages(
+        ["When does the ferry leave?", long, "I booked a cabin.", "The ferry leaves at six."]
+    )
+    rows = deps.indexer.store_messages(1, messages)
+    ids = [row["id"] for row in rows]
+    deps.store.topics.save(1, [("ferry", ids[0:2]), ("cabin", ids[2:4])])
+    corpus = await Corpus.load(deps, 1, Conversation("conv-f", ("A", "B"), messages, {}, []))
+    method = Topica()
+    await method.prepare(corpus)
+    retrieval = await method.retrieve(corpus, "When does the ferry leave?")
+    assert retrieval.fit is not None
+    fit = retrieval.fit
+    packs = fit([60, 200, 400, 5_000])
+    for budget, packed in packs.items():
+        assert packed.tokens <= budget
+        chars = (budget - 3) * 4
+        topic_ids, excerpts = relevant_excerpts(
+            deps.store, 1, [t for t, _ in fit.members], fit.recall, fit.ranking, chars
+        )
+        shown = {
+            corpus.external_of[m["id"]]
+            for t in topic_ids
+            for m in deps.store.messages.of_topic(1, t)
+            if t not in excerpts
+            or transcript([m]).split("]: ", 1)[1][:30] in excerpts[t]
+            or (m["content"] == long and "Sentence" in excerpts[t])
+        }
+        assert packed.message_ids == shown, budget
+    assert "m2" not in packs[60].message_ids
+    assert packs[5_000].message_ids == {"m1", "m2", "m3", "m4"}
+    # A budget between holds the long message by a passage, not whole.
+    assert "m2" in packs[400].message_ids and packs[400].tokens < count_tokens(long)

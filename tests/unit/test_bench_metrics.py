@@ -81,25 +81,6 @@ def test_a_unit_in_part_shows_its_excerpt_header_and_lines_in_unit_order() -> No
     )
 
 
-def test_a_message_given_by_passages_is_rendered_cut_and_counts_once_one_is_in() -> None:
-    """A long message the fill gives by passages costs only its chosen passages' line, and
-    counts as recalled when one of them is in the context; the unit is then in part."""
-    unit = Unit("t", ("a", "b"), header="=== Topic t ===", excerpt_header="== t ==")
-    lines = {"a": "A: " + "w" * 300, "b": "B: short"}
-
-    def cut(message_id: str, chosen: frozenset[int]) -> str:
-        return f"{message_id}: " + " .. ".join(f"part{i}" for i in sorted(chosen))
-
-    fill = [("t", metrics.part_id("a", 2)), ("t", "b"), ("t", metrics.part_id("a", 0))]
-    assert metrics.render(fill[:2], {"t": unit}, lines, cut) == "== t ==\na: part2\nB: short"
-    assert metrics.render(fill, {"t": unit}, lines, cut) == "== t ==\na: part0 .. part2\nB: short"
-    budget = tokens_by_hand("== t ==\na: part2")
-    packed = metrics.pack(fill, {"t": unit}, lines, budget, cut)
-    assert packed.message_ids == {"a"} and packed.tokens <= budget
-    # The whole message does not fit that budget.
-    assert metrics.pack([("t", "a")], {"t": unit}, lines, budget).message_ids == frozenset()
-
-
 def test_malformed_evidence_is_split_where_possible_and_reported() -> None:
     valid, malformed = split_evidence(["D8:6; D9:17", "D1:3", "D1:3", "nonsense", "D2"])
     assert valid == ["D8:6", "D9:17", "D1:3"]

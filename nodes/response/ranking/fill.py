@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from core.records import MessageRow
 from core.text import transcript
@@ -16,6 +17,21 @@ BLOCK_CHARS = 4
 header and the blank line between blocks (`render_topics_content`)."""
 
 
+@dataclass(frozen=True)
+class Filled:
+    """What of the ranked messages one budget holds (`fill_budgets`)."""
+
+    topics: list[int]
+    """The topics that keep something, in order."""
+    excerpts: dict[int, str]
+    """An excerpt for each topic shown in part (a topic absent here is shown whole)."""
+    shown: frozenset[int]
+    """The messages the context shows, whole or by some of their passages (the given
+    excerpts' messages are not known here and not among them)."""
+    chars: int
+    """The characters the shown topics take, headers and blank lines included."""
+
+
 def fill_budget(
     members: Sequence[tuple[int, Sequence[MessageRow]]],
     headers: Mapping[int, tuple[int, int]],
@@ -23,27 +39,34 @@ def fill_budget(
     ranking: Ranking,
     max_chars: int,
     given: Mapping[int, str] | None = None,
-) -> tuple[list[int], dict[int, str]]:
+) -> Filled:
     """The topics of `headers` cut to their most relevant messages within `max_chars`.
 
     `headers` are every topic to show, in order, with its header's size when shown in
     part and whole; `members` are the messages of those not `given` (the reranker's
-    excerpts, which keep their text and take their room first). Returns the topics that
-    keep something (in order) and an excerpt for each topic shown in part; a topic absent
-    from the excerpts is shown whole."""
+    excerpts, which keep their text and take their room first)."""
+    return fill_budgets(members, headers, recall, ranking, [max_chars], given)[0]
+
+
+def fill_budgets(
+    members: Sequence[tuple[int, Sequence[MessageRow]]],
+    headers: Mapping[int, tuple[int, int]],
+    recall: Recall,
+    ranking: Ranking,
+    budgets: Sequence[int],
+    given: Mapping[int, str] | None = None,
+) -> list[Filled]:
+    """`fill_budget` at each of `budgets` (characters), the messages ranked once."""
     given = dict(given or {})
     used = sum(headers[t][0] + BLOCK_CHARS + len(text) for t, text in given.items() if t in headers)
     items, passages = rank_items(members, recall, ranking)
-    fitted = Fitting(members, passages, headers, used)
-    for item in items:
-        fitted.add(item, max_chars)
-    excerpts = dict(given)
-    for topic_id, messages in members:
-        shown = [m for m in messages if fitted.line(m) is not None]
-        if shown and len(fitted.whole[topic_id]) < len(messages):
-            excerpts[topic_id] = "\n".join(fitted.line(m) or "" for m in shown)
-    kept = [t for t in headers if t in given or t in fitted.opened]
-    return kept, excerpts
+    filled = []
+    for max_chars in budgets:
+        fitted = Fitting(members, passages, headers, used)
+        for item in items:
+            fitted.add(item, max_chars)
+        filled.append(fitted.filled(given))
+    return filled
 
 
 class Fitting:
@@ -59,6 +82,7 @@ class Fitting:
         headers: Mapping[int, tuple[int, int]],
         used: int,
     ) -> None:
+        self.members = members
         self.rows = {m["id"]: m for _, messages in members for m in messages}
         self.lines = {i: transcript([m]) for i, m in self.rows.items()}
         self.sizes = {topic_id: len(messages) for topic_id, messages in members}
@@ -93,6 +117,19 @@ class Fitting:
         if completes:
             self.whole[topic_id].add(message_id)
             self.complete.add(message_id)
+
+    def filled(self, given: Mapping[int, str]) -> Filled:
+        """What was fitted, `given` excerpts first in their topics' place."""
+        excerpts = dict(given)
+        for topic_id, messages in self.members:
+            shown = [m for m in messages if self.line(m) is not None]
+            if shown and len(self.whole[topic_id]) < len(messages):
+                excerpts[topic_id] = "\n".join(self.line(m) or "" for m in shown)
+        kept = [t for t in self.headers if t in given or t in self.opened]
+        shown_ids = frozenset(self.complete) | frozenset(
+            m for m, parts in self.parts.items() if parts
+        )
+        return Filled(kept, excerpts, shown_ids, self.used)
 
     def line(self, message: MessageRow) -> str | None:
         """The message's line as shown (in part: its chosen passages), None if not shown."""

@@ -1,0 +1,69 @@
+"""What of the ranked messages fits a budget (`fill_budgets`): the same fill serves the
+response graph's context (its excerpts) and the benchmark (the messages it shows)."""
+
+from __future__ import annotations
+
+from core.records import MessageRow
+from nodes.response.ranking.fill import BLOCK_CHARS, fill_budget, fill_budgets
+from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.weights import Ranking
+
+
+def row(message_id: int, role: str, content: str) -> MessageRow:
+    return MessageRow(
+        id=message_id,
+        seq=message_id,
+        external_id=str(message_id),
+        role=role,  # type: ignore[typeddict-item]
+        author=None,
+        content=content,
+        created_at=f"2026-03-02T09:{message_id:02d}:00+00:00",
+        ts=1772442000.0 + 60 * message_id,
+        topic_id=1,
+        segment=0,
+        kind="conversation",
+    )
+
+
+ANSWER = "\n".join(
+    [f"Paragraph {i}: general advice about packing, maps and weather." for i in range(30)]
+    + ["The tower opens at ten and the tram stops at its gate."]
+)
+MEMBERS = [
+    (1, [row(1, "user", "When does the tower open?"), row(2, "assistant", ANSWER)]),
+    (2, [row(3, "user", "I bought the tickets for Sunday."), row(4, "assistant", "Enjoy!")]),
+]
+HEADERS = {1: (20, 60), 2: (20, 60)}
+RECALL = Recall(
+    queries=["When does the tower open?"],
+    text_hits=[[1, 3]],
+    scores=lambda texts: [1.0 if "tower opens" in text else 0.1 for text in texts],
+)
+
+
+def test_a_small_budget_shows_the_long_answers_relevant_passage_and_counts_it_shown() -> None:
+    filled = fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), 1_000)
+    assert filled.chars <= 1_000
+    assert filled.topics[0] == 1
+    assert {1, 2} <= filled.shown
+    assert "The tower opens at ten" in filled.excerpts[1]
+    assert "Paragraph 0:" not in filled.excerpts[1]
+
+
+def test_each_budget_fills_as_one_fill_does_and_the_whole_fits_exactly_its_charge() -> None:
+    budgets = [0, 150, 400, 1_000, 10_000]
+    together = fill_budgets(MEMBERS, HEADERS, RECALL, Ranking(), budgets)
+    assert together == [fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), b) for b in budgets]
+    assert together[0].shown == frozenset() and together[0].topics == []
+    everything = together[-1]
+    assert everything.shown == {1, 2, 3, 4} and everything.excerpts == {}
+    # A message shown whole through all its passages is charged their marks: never less.
+    assert everything.chars >= sum(full + BLOCK_CHARS for _, full in HEADERS.values()) + sum(
+        len(line) + 1
+        for line in (
+            "[User (2026-03-02 09:01)]: When does the tower open?",
+            f"[Assistant (2026-03-02 09:02)]: {ANSWER}",
+            "[User (2026-03-02 09:03)]: I bought the tickets for Sunday.",
+            "[Assistant (2026-03-02 09:04)]: Enjoy!",
+        )
+    )
