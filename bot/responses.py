@@ -13,29 +13,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiogram.client.session.middlewares.base import (
-    BaseRequestMiddleware,
-    NextRequestMiddlewareType,
-)
 from aiogram.methods import Response, TelegramMethod
 from aiogram.methods.base import TelegramType
 
+from bot.request_middleware import RequestMiddleware
+
 if TYPE_CHECKING:
-    from aiogram import Bot
+    from bot.request_middleware import Send
 
 
-class KeepResponseModels(BaseRequestMiddleware):
+class KeepResponseModels(RequestMiddleware):
     """A session middleware that keeps `Response[T]` alive for each method it sees."""
 
     def __init__(self) -> None:
         self.kept: dict[type[TelegramMethod[Any]], type[Response[Any]]] = {}
 
-    async def __call__(
-        self,
-        make_request: NextRequestMiddlewareType[TelegramType],
-        bot: Bot,
-        method: TelegramMethod[TelegramType],
+    async def request(
+        self, method: TelegramMethod[TelegramType], send: Send[TelegramType]
     ) -> Response[TelegramType]:
         if type(method) not in self.kept:
             self.kept[type(method)] = Response[method.__returning__]  # type: ignore[name-defined]
-        return await make_request(bot, method)
+        return await send()

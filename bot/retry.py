@@ -17,16 +17,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
-from aiogram.client.session.middlewares.base import (
-    BaseRequestMiddleware,
-    NextRequestMiddlewareType,
-)
 from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
 from aiogram.methods import GetUpdates, Response, SendMessageDraft, TelegramMethod
 from aiogram.methods.base import TelegramType
 
+from bot.request_middleware import RequestMiddleware
+
 if TYPE_CHECKING:
-    from aiogram import Bot
+    from bot.request_middleware import Send
 
 log = logging.getLogger(__name__)
 
@@ -67,21 +65,16 @@ async def with_backoff(
     raise AssertionError("unreachable")
 
 
-class RetryRequestMiddleware(BaseRequestMiddleware):
+class RetryRequestMiddleware(RequestMiddleware):
     """Retries Bot API requests (all but getUpdates) with `with_backoff`."""
 
     def __init__(self, delays: Sequence[float] = BACKOFF_S) -> None:
         self.delays = tuple(delays)
 
-    async def __call__(
-        self,
-        make_request: NextRequestMiddlewareType[TelegramType],
-        bot: Bot,
-        method: TelegramMethod[TelegramType],
+    async def request(
+        self, method: TelegramMethod[TelegramType], send: Send[TelegramType]
     ) -> Response[TelegramType]:
         if isinstance(method, GetUpdates | SendMessageDraft):
-            return await make_request(bot, method)
+            return await send()
         name: Any = getattr(method, "__api_method__", type(method).__name__)
-        return await with_backoff(
-            lambda: make_request(bot, method), what=str(name), delays=self.delays
-        )
+        return await with_backoff(send, what=str(name), delays=self.delays)

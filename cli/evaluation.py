@@ -11,6 +11,7 @@ from cli.commands import CommandError, subcommand, switch
 
 if TYPE_CHECKING:
     from core.deps import Deps
+    from core.settings import Settings
 
 
 def eval_arguments(parser: argparse.ArgumentParser, data_help: str) -> None:
@@ -183,9 +184,22 @@ async def cmd_bench_search(args: argparse.Namespace, deps: Deps) -> None:
     print_result(result, show_bench, args.json)
 
 
-def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
+def session_arguments(parser: argparse.ArgumentParser, turns: int) -> None:
+    """The saved session a bench ingests, and how many questions it answers after it."""
     parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
-    parser.add_argument("--turns", type=int, default=20, help="questions answered after it")
+    parser.add_argument("--turns", type=int, default=turns, help="questions answered after it")
+
+
+def check_session(args: argparse.Namespace, settings: Settings) -> None:
+    """Before any service is built: the session named is a file, and a question is asked."""
+    if args.session is not None and not args.session.is_file():
+        raise CommandError(f"{args.session}: no such file")
+    if args.turns < 1:
+        raise CommandError("--turns must be at least 1")
+
+
+def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
+    session_arguments(parser, turns=20)
     switch(
         parser,
         "--live",
@@ -193,39 +207,40 @@ def bench_cost_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@subcommand("cost", "json", configure=bench_cost_arguments, group="bench")
+@subcommand("cost", "json", configure=bench_cost_arguments, group="bench", prepare=check_session)
 async def cmd_bench_cost(args: argparse.Namespace, deps: Deps) -> None:
     """LLM calls and prompt tokens by agent, against a scripted model on loopback"""
     from bench.cost import bench_cost, show_cost
     from cli.output import print_result
 
-    if args.session is not None and not args.session.is_file():
-        raise CommandError(f"{args.session}: no such file")
-    if args.turns < 1:
-        raise CommandError("--turns must be at least 1")
     result = await bench_cost(args.session, args.turns, live=args.live)
     print_result(result, show_cost, args.json)
 
 
 def bench_models_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--session", type=Path, help="JSONL session (default: the example)")
+    session_arguments(parser, turns=3)
     parser.add_argument("--messages", type=int, help="ingest only its first N messages")
-    parser.add_argument("--turns", type=int, default=3, help="questions answered after it")
 
 
-@subcommand("models", "json", configure=bench_models_arguments, group="bench")
+def check_models_run(args: argparse.Namespace, settings: Settings) -> None:
+    """Before any service is built: a chat model is configured, the session passes
+    `check_session`, and `--messages`, if given, is at least 1."""
+    if not settings.llm_model:
+        raise CommandError("no chat model configured (TOPICA_LLM_MODEL)")
+    check_session(args, settings)
+    if args.messages is not None and args.messages < 1:
+        raise CommandError("--messages must be at least 1")
+
+
+@subcommand(
+    "models", "json", configure=bench_models_arguments, group="bench", prepare=check_models_run
+)
 async def cmd_bench_models(args: argparse.Namespace, deps: Deps) -> None:
     """each agent against the configured chat endpoint: accepted, repaired, fallbacks, tokens,
     latency"""
     from bench.models import bench_models, models_summary, models_table
     from cli.output import out, print_json, rows_table
 
-    if not deps.settings.llm_model:
-        raise CommandError("no chat model configured (TOPICA_LLM_MODEL)")
-    if args.session is not None and not args.session.is_file():
-        raise CommandError(f"{args.session}: no such file")
-    if args.turns < 1 or (args.messages is not None and args.messages < 1):
-        raise CommandError("--turns and --messages must be at least 1")
     result = await bench_models(deps, args.session, args.messages, args.turns)
     if args.json:
         print_json(result)

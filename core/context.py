@@ -39,7 +39,14 @@ class AnswerClaim:
             return self._owner == owner
 
 
-class FromSettings:
+@dataclass(kw_only=True)
+class RunContext:
+    """What every graph's run context holds: whose run it is. A subclass's fields named
+    like a setting take the settings' values in `from_settings`."""
+
+    user_id: int
+    """The user whose memory the run reads and writes."""
+
     @classmethod
     def from_settings(cls, settings: Settings, *, user_id: int, **overrides: Any) -> Self:
         """The context of one run: the fields that are settings take the settings' values."""
@@ -60,7 +67,7 @@ class InvalidContext(ValueError):
     """A run's context with a field missing or of the wrong type."""
 
 
-C = TypeVar("C", bound=FromSettings)
+C = TypeVar("C", bound=RunContext)
 
 
 def checked(context_type: type[C]) -> type[C]:
@@ -91,10 +98,9 @@ def checked(context_type: type[C]) -> type[C]:
 
 
 @dataclass(kw_only=True)
-class MemoryContext(FromSettings):
+class MemoryContext(RunContext):
     """One memory-graph run: whose messages, and the archival thresholds (seed 000)."""
 
-    user_id: int
     archive_all: bool = False
     """Archive every unarchived message now (saved sessions), not only stale chunks."""
     chunk_interval_s: float = DEFAULTS.chunk_interval.total_seconds()
@@ -143,10 +149,9 @@ class Budgets:
 
 
 @dataclass(kw_only=True)
-class ResponseContext(FromSettings):
+class ResponseContext(RunContext):
     """One user turn: whose memory, retrieval thresholds, reranker limits and token budgets."""
 
-    user_id: int
     now_iso: str | None = None
     """The turn's date and time (ISO-8601); None means the wall clock."""
 
@@ -211,21 +216,19 @@ class ResponseContext(FromSettings):
 
 
 @dataclass(kw_only=True)
-class MediaContext(FromSettings):
+class MediaContext(RunContext):
     """One run of the media graph: whose messages, and the transcription endpoint."""
 
-    user_id: int
     transcription_base_url: str | None = None
     transcription_model: str = DEFAULTS.transcription_model
     transcription_timeout_s: float = DEFAULTS.transcription_timeout_s
 
 
 @dataclass(kw_only=True)
-class TaskContext(FromSettings):
+class TaskContext(RunContext):
     """One run of a scheduled task: whose task, when it runs, how many previous runs it
     sees, how many rounds of tool calls the Tasker may make before it must answer."""
 
-    user_id: int
     now_iso: str | None = None
     """The run's date and time (ISO-8601); None means the wall clock."""
     task_history: int = DEFAULTS.task_history

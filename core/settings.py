@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, create_model, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core import limits
@@ -33,12 +33,46 @@ MULTIMODAL_AGENTS: frozenset[AgentName] = frozenset({"describer"})
 default model may well read text only)."""
 
 
+AGENT_MAX_TOKENS: dict[AgentName, int] = {
+    "splitter": 2048,
+    "merger": 512,
+    "archivist": 1024,
+    "enricher": 128,
+    "reranker": 512,
+    "responder": 1024,
+    "summariser": 512,
+    "describer": 1024,
+    "tasker": 1024,
+}
+"""Each agent's default `<agent>_max_tokens`."""
+AGENT_MODEL_NOTES: dict[AgentName, str] = {
+    "tasker": "Runs a scheduled task that asks for work (not a plain reminder).",
+    "describer": "A multimodal model: describes photos, transcribes voice without an "
+    "endpoint. Not defaulted to llm_model.",
+}
+
+
+def agent_fields() -> dict[str, Any]:
+    """Two settings per agent: `<agent>_max_tokens`, the most completion tokens one call
+    asks for, and `<agent>_model`, its own model (None: see `Settings.model_for`)."""
+    fields: dict[str, Any] = {}
+    for agent in AGENTS:
+        fields[f"{agent}_max_tokens"] = (int, Field(default=AGENT_MAX_TOKENS[agent], gt=0))
+        note = AGENT_MODEL_NOTES.get(agent)
+        fields[f"{agent}_model"] = (str | None, Field(default=None, description=note))
+    return fields
+
+
+AgentSettings = create_model("AgentSettings", __base__=BaseSettings, **agent_fields())
+"""The agents' own settings, declared from `AGENTS` and the tables above."""
+
+
 class EmbeddingsProvider(StrEnum):
     LOCAL = "local"
     OPENAI = "openai"
 
 
-class Settings(BaseSettings):
+class Settings(AgentSettings):  # type: ignore[misc,valid-type]
     """Everything Topica can be configured with; `.env.example` lists each variable."""
 
     model_config = SettingsConfigDict(
@@ -129,31 +163,7 @@ class Settings(BaseSettings):
         "the models are late (more when the latest such answers took longer; at most half "
         "the deadline).",
     )
-    splitter_max_tokens: int = Field(default=2048, gt=0)
-    merger_max_tokens: int = Field(default=512, gt=0)
-    archivist_max_tokens: int = Field(default=1024, gt=0)
-    enricher_max_tokens: int = Field(default=128, gt=0)
-    reranker_max_tokens: int = Field(default=512, gt=0)
-    responder_max_tokens: int = Field(default=1024, gt=0)
-    summariser_max_tokens: int = Field(default=512, gt=0)
-    describer_max_tokens: int = Field(default=1024, gt=0)
-    tasker_max_tokens: int = Field(default=1024, gt=0)
-    splitter_model: str | None = None
-    merger_model: str | None = None
-    archivist_model: str | None = None
-    enricher_model: str | None = None
-    reranker_model: str | None = None
-    responder_model: str | None = None
-    summariser_model: str | None = None
-    tasker_model: str | None = Field(
-        default=None, description="Runs a scheduled task that asks for work (not a plain reminder)."
-    )
-    describer_model: str | None = Field(
-        default=None,
-        description="A multimodal model: describes photos, transcribes voice without an "
-        "endpoint. Not defaulted to llm_model.",
-    )
-
+    # Each agent's own model and token limit: `AgentSettings`.
     # Speech to text: an OpenAI-compatible `POST {base}/audio/transcriptions` (OpenAI,
     # Groq, faster-whisper-server). Unset = the describer transcribes, or labels stay.
     transcription_base_url: str | None = None

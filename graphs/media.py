@@ -14,6 +14,8 @@ the stored messages (label kept, text appended) and indexes them again.
 
 from __future__ import annotations
 
+from functools import partial
+
 from langgraph.graph import END, START, StateGraph
 
 from core.context import MediaContext
@@ -21,6 +23,7 @@ from core.deps import Deps
 from core.fallbacks import DescribeFallback, TranscribeFallback, edge_label
 from core.retry import STORAGE_RETRY
 from core.state import MediaInput, MediaState
+from graphs.agent_step import Step, add_agent_step
 from nodes.response.media import (
     keep_photo_label,
     keep_voice_label,
@@ -41,21 +44,18 @@ def build_media_graph(deps: Deps) -> StateGraph:
             "transcribe_by_model": edge_label(TranscribeFallback),
         },
     )
-    builder.add_node(
-        "transcribe_by_model",
-        make_transcribe_by_model(deps),
-        destinations={"describe": "transcripts", "keep_voice_label": edge_label(DescribeFallback)},
+    describer_step = partial(add_agent_step, builder, reasons=edge_label(DescribeFallback))
+    describer_step(
+        Step("transcribe_by_model", make_transcribe_by_model(deps)),
+        Step("keep_voice_label", keep_voice_label),
+        then=("describe", "transcripts"),
     )
-    builder.add_node("keep_voice_label", keep_voice_label)
-    builder.add_node(
-        "describe",
-        make_describe(deps),
-        destinations={"save": "descriptions", "keep_photo_label": edge_label(DescribeFallback)},
+    describer_step(
+        Step("describe", make_describe(deps)),
+        Step("keep_photo_label", keep_photo_label),
+        then=("save", "descriptions"),
     )
-    builder.add_node("keep_photo_label", keep_photo_label)
     builder.add_node("save", make_save(deps), retry_policy=STORAGE_RETRY)
     builder.add_edge(START, "transcribe")
-    builder.add_edge("keep_voice_label", "describe")
-    builder.add_edge("keep_photo_label", "save")
     builder.add_edge("save", END)
     return builder

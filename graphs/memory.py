@@ -20,6 +20,8 @@ no ready chunk goes straight to `extract_facts` when topics still wait for their
 
 from __future__ import annotations
 
+from functools import partial
+
 from langgraph.graph import END, START, StateGraph
 
 from core.context import MemoryContext
@@ -27,6 +29,7 @@ from core.deps import Deps
 from core.fallbacks import AgentFallbackReason, edge_label
 from core.retry import STORAGE_RETRY
 from core.state import MemoryInput, MemoryState
+from graphs.agent_step import Step, add_agent_step
 from nodes.memory.chunking import make_load_chunk, route_after_load
 from nodes.memory.coverage import make_validate
 from nodes.memory.facts import make_defer_facts, make_extract_facts
@@ -40,47 +43,35 @@ AGENT_FALLBACK = edge_label(AgentFallbackReason)
 
 def build_memory_graph(deps: Deps) -> StateGraph:
     builder = StateGraph(MemoryState, input_schema=MemoryInput, context_schema=MemoryContext)
-    builder.add_node(
-        "resummarise",
-        make_resummarise(deps),
-        destinations={"load_chunk": "summaries", "resummarise_extractive": AGENT_FALLBACK},
-        retry_policy=STORAGE_RETRY,
-    )
-    builder.add_node(
-        "resummarise_extractive", make_resummarise_extractive(deps), retry_policy=STORAGE_RETRY
+    agent_step = partial(add_agent_step, builder, reasons=AGENT_FALLBACK)
+    agent_step(
+        Step("resummarise", make_resummarise(deps), STORAGE_RETRY),
+        Step("resummarise_extractive", make_resummarise_extractive(deps), STORAGE_RETRY),
+        then=("load_chunk", "summaries"),
     )
     builder.add_node("load_chunk", make_load_chunk(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node(
-        "split",
-        make_split(deps),
-        destinations={"validate": "topics", "segment": AGENT_FALLBACK},
+    agent_step(
+        Step("split", make_split(deps)),
+        Step("segment", make_segment(deps), STORAGE_RETRY),
+        then=("validate", "topics"),
     )
-    builder.add_node("segment", make_segment(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("validate", make_validate())
     builder.add_node("embed", make_embed(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("save", make_save(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node(
-        "merge",
-        make_merge(deps),
-        destinations={"extract_facts": "merged", "merge_by_rule": AGENT_FALLBACK},
-        retry_policy=STORAGE_RETRY,
+    agent_step(
+        Step("merge", make_merge(deps), STORAGE_RETRY),
+        Step("merge_by_rule", make_merge_by_rule(deps), STORAGE_RETRY),
+        then=("extract_facts", "merged"),
     )
-    builder.add_node("merge_by_rule", make_merge_by_rule(deps), retry_policy=STORAGE_RETRY)
-    builder.add_node(
-        "extract_facts",
-        make_extract_facts(deps),
-        destinations={END: "facts", "defer_facts": AGENT_FALLBACK},
-        retry_policy=STORAGE_RETRY,
+    agent_step(
+        Step("extract_facts", make_extract_facts(deps), STORAGE_RETRY),
+        Step("defer_facts", make_defer_facts(deps), STORAGE_RETRY),
+        then=(END, "facts"),
     )
-    builder.add_node("defer_facts", make_defer_facts(deps), retry_policy=STORAGE_RETRY)
 
     builder.add_edge(START, "resummarise")
-    builder.add_edge("resummarise_extractive", "load_chunk")
     builder.add_conditional_edges("load_chunk", route_after_load, ["split", "extract_facts", END])
-    builder.add_edge("segment", "validate")
     builder.add_edge("validate", "embed")
     builder.add_edge("embed", "save")
     builder.add_edge("save", "merge")
-    builder.add_edge("merge_by_rule", "extract_facts")
-    builder.add_edge("defer_facts", END)
     return builder

@@ -29,6 +29,7 @@ from core.deps import Deps
 from core.fallbacks import TextFallback, edge_label
 from core.retry import STORAGE_RETRY
 from core.state import ResponseInput, ResponseState
+from graphs.agent_step import Step, add_agent_step
 from graphs.reranker import build_reranker_graph
 from nodes.response.assemble import make_assemble
 from nodes.response.enrich import make_enrich, raw_query
@@ -47,14 +48,16 @@ TEXT_FALLBACK = edge_label(TextFallback)
 def add_retrieval(builder: StateGraph, deps: Deps, *, after: str = START) -> None:
     """`enrich → search → rerank` after `after`, the Enricher's fallback edge included."""
     reranker = build_reranker_graph(deps).compile(name="reranker")
-    builder.add_node(
-        "enrich", make_enrich(deps), destinations={"search": "query", "raw_query": TEXT_FALLBACK}
+    add_agent_step(
+        builder,
+        Step("enrich", make_enrich(deps)),
+        Step("raw_query", raw_query),
+        then=("search", "query"),
+        reasons=TEXT_FALLBACK,
     )
-    builder.add_node("raw_query", raw_query)
     builder.add_node("search", make_search(deps), retry_policy=STORAGE_RETRY)
     builder.add_node("rerank", make_rerank(reranker))
     builder.add_edge(after, "enrich")
-    builder.add_edge("raw_query", "search")
     builder.add_edge("search", "rerank")
 
 
@@ -72,14 +75,12 @@ def build_response_graph(deps: Deps) -> StateGraph:
     builder.add_node("store_question", make_store_question(deps), retry_policy=STORAGE_RETRY)
     builder.add_edge(START, "store_question")
     add_retrieval(builder, deps, after="store_question")
-    builder.add_node(
-        "summarise",
-        make_summarise(deps),
-        destinations={"assemble": "summary", "extractive_summary": TEXT_FALLBACK},
-        retry_policy=STORAGE_RETRY,
-    )
-    builder.add_node(
-        "extractive_summary", make_extractive_summary(deps), retry_policy=STORAGE_RETRY
+    add_agent_step(
+        builder,
+        Step("summarise", make_summarise(deps), STORAGE_RETRY),
+        Step("extractive_summary", make_extractive_summary(deps), STORAGE_RETRY),
+        then=("assemble", "summary"),
+        reasons=TEXT_FALLBACK,
     )
     builder.add_node("assemble", make_assemble(deps), retry_policy=STORAGE_RETRY)
     answer_edges = {
@@ -101,7 +102,6 @@ def build_response_graph(deps: Deps) -> StateGraph:
     builder.add_node("finalize", make_finalize(deps), retry_policy=STORAGE_RETRY)
 
     builder.add_edge("rerank", "summarise")
-    builder.add_edge("extractive_summary", "assemble")
     builder.add_edge("assemble", "respond")
     builder.add_conditional_edges(
         "tools", route_after_tools, {"continue": "respond", "tool_budget_spent": "synthesize"}

@@ -14,12 +14,10 @@ from core.deps import Deps
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.weights import Ranking
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 QUESTION = "What did you take away from Becoming Nicole?"
 READING = [
     "The library finally has air conditioning again.",

@@ -18,12 +18,10 @@ from nodes.response.rerank_selection import ShownTopics
 from nodes.response.search import hybrid_search
 from nodes.response.topic_content import render_topics_content
 from nodes.shared.budget import tokens
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 
 ZOO = [
     "We spent the whole Saturday walking around the city zoo with the kids.",

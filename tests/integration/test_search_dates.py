@@ -14,12 +14,10 @@ from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections
 from nodes.response.hits import dated_messages
 from nodes.response.search import hybrid_search
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 DAY = datetime.fromisoformat("2022-11-09T10:00:00+00:00")
 
 GARDEN = [

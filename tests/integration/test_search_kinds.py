@@ -16,12 +16,10 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.ports import VECTOR_KINDS, VectorKind
 from nodes.response.search import hybrid_search
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 CAT_TALK = [
     "Marzipan the cat has kidney trouble, the vet put her on a renal diet.",
     "Poor Marzipan. Does she like the new food?",

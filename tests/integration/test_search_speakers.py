@@ -9,12 +9,10 @@ from core.context import ResponseContext
 from core.deps import Deps
 from nodes.response.hits import message_search
 from nodes.response.search import hybrid_search
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 
 LINES = [
     ("Caroline", "Melanie! Guess what happened today, Melanie!"),

@@ -11,12 +11,10 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.records import Member
 from nodes.response.search import hybrid_search
-from tests.support.messages import new_messages
+from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = 1
-OTHER = 2
 QUESTION = "Where did I put my passport?"
 
 # The answer: the question asked back then and its reply, side by side.

@@ -20,8 +20,9 @@ import random
 import sqlite3
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from bot.texts import ENGLISH
 from tests.support.bot_api_server import FakeBotAPI, FakeUser
@@ -38,31 +39,35 @@ QUESTIONS = [
 ]
 
 
+def count(label: str) -> Any:
+    """A count of the soak, shown in its table as `label`."""
+    return field(default=0, metadata={"label": label})
+
+
 @dataclass
 class SoakReport:
     kills: int = 0
     kills_in_turn: int = 0
     """Kills that landed while a turn was running (before its answer was sent)."""
-    sent: int = 0
-    stored: int = 0
-    answered_in_store: int = 0
-    answered_in_telegram: int = 0
-    answered_twice: int = 0
-    lost: int = 0
-    turn_failed_replies: int = 0
+    sent: int = count("messages sent")
+    stored: int = count("stored")
+    answered_in_store: int = count("answered (store)")
+    answered_in_telegram: int = count("answered (Telegram)")
+    answered_twice: int = count("answered twice")
+    lost: int = count("lost")
+    turn_failed_replies: int = count("'turn failed' replies")
     restarts_s: list[float] = field(default_factory=list)
     wall_s: float = 0.0
 
     def rows(self) -> list[tuple[str, str]]:
+        counts = [
+            (f.metadata["label"], str(getattr(self, f.name)))
+            for f in fields(self)
+            if "label" in f.metadata
+        ]
         return [
             ("kill -9 during a turn", f"{self.kills_in_turn} of {self.kills} kills"),
-            ("messages sent", str(self.sent)),
-            ("stored", str(self.stored)),
-            ("answered (store)", str(self.answered_in_store)),
-            ("answered (Telegram)", str(self.answered_in_telegram)),
-            ("answered twice", str(self.answered_twice)),
-            ("lost", str(self.lost)),
-            ("'turn failed' replies", str(self.turn_failed_replies)),
+            *counts,
             ("wall time", f"{self.wall_s:.0f} s"),
         ]
 

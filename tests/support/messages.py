@@ -9,6 +9,10 @@ from typing import Any
 from core.records import MessageRow, NewMessage, Role
 
 BASE_TIME = datetime.fromisoformat("2026-03-02T09:00:00+00:00")
+USER = 1
+"""The user whose memory a test reads (`message_row`'s rows are this user's)."""
+OTHER = 2
+"""Another user, whose memory must never show in `USER`'s."""
 
 
 def new_messages(
@@ -54,7 +58,7 @@ def message_row(
     return MessageRow(
         **{
             "id": message_id,
-            "user_id": 1,
+            "user_id": USER,
             "seq": position + 1,
             "external_id": f"m{message_id}",
             "role": "user" if position % 2 == 0 else "assistant",
