@@ -21,7 +21,8 @@ from core.fallbacks import (
     TaskFallback,
     TranscribeFallback,
 )
-from core.records import AnsweredBy, FactType, MessageRow
+from core.found import Evidence, FactCandidate, PersonCandidate, TopicCandidate
+from core.records import AnsweredBy, MessageRow
 
 
 class TopicProposal(TypedDict):
@@ -118,31 +119,6 @@ class MemoryState(TypedDict):
     resummary_fallback: NotRequired[SplitFallback | None]
 
 
-class TopicCandidate(TypedDict):
-    """A topic found by hybrid search, as the reranker sees it."""
-
-    id: int
-    summary: str
-    date: str
-    """First message's date, YYYY-MM-DD."""
-    message_count: int
-    size_chars: int
-    score: float
-    """The score of the topic's best message (`nodes.response.ranking.recall.order_topics`);
-    candidates are ordered by it, best first."""
-    fused_score: float
-    """The topic's own fused (RRF) score: the search keeps the best candidates by it."""
-    vector_score: float | None
-    """Cosine similarity to the query, when the vector search found it."""
-
-
-class PersonCandidate(TypedDict):
-    id: int
-    name: str
-    description: str
-    score: float
-
-
 class SelectedTopic(TypedDict):
     id: int
     reason: str
@@ -185,17 +161,6 @@ class ContextUsed(TypedDict):
 NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
 
 
-class FactCandidate(TypedDict):
-    """A fact of the user found by vector search for this turn."""
-
-    id: int
-    content: str
-    type: FactType
-    importance: int
-    score: float
-    """Cosine similarity to the query."""
-
-
 T = TypeVar("T")
 
 
@@ -222,23 +187,6 @@ class ResponseInput(TypedDict):
     parts: NotRequired[list[dict]]
     """Media of the message as LangChain content blocks (`{"type": "image"|"audio",
     "base64", "mime_type"}`), sent to the responder with the text."""
-
-
-class Evidence(TypedDict):
-    """What a search found besides its candidates: the messages the candidates' order and
-    the context's excerpts are ranked by."""
-
-    text_hits: list[list[int]]
-    """Message ids hit by full-text (BM25) search, best first, one list per query."""
-    vector_hits: list[list[int]]
-    """Message ids nearest to each query's vector, best first, one list per query."""
-    dated: list[int]
-    """Message ids written on the days and in the months the queries name, those the
-    other lists found first."""
-
-
-NO_EVIDENCE = Evidence(text_hits=[], vector_hits=[], dated=[])
-"""The evidence of a turn no search ran for."""
 
 
 # -- the reranker subgraph (seed 001) ----------------------------------------

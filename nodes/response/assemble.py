@@ -28,11 +28,11 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import FactCandidate
 from core.ports import Embedder, Store
 from core.records import FactRow, MessageRow
 from core.state import (
     ContextUsed,
-    FactCandidate,
     ResponseState,
     SelectedPerson,
     SelectedTopic,

@@ -29,11 +29,11 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
+from core.found import FactCandidate
 from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import (
     NO_CONTEXT,
     ContextUsed,
-    FactCandidate,
     ResponseState,
     SelectedPerson,
     SelectedTopic,

@@ -16,16 +16,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from core.context import ResponseContext
+from core.found import PersonCandidate, TopicCandidate
 from core.ports import Store
 from core.records import ID_RANGE
-from core.state import (
-    PersonCandidate,
-    RerankAnswer,
-    RerankState,
-    SelectedPerson,
-    SelectedTopic,
-    TopicCandidate,
-)
+from core.state import RerankAnswer, RerankState, SelectedPerson, SelectedTopic
 from core.text import neutralize
 from nodes.response.topic_content import TOOL_NAME, size_label
 from nodes.shared.clock import prompt_date, turn_moment

@@ -26,19 +26,14 @@ from langgraph.types import Command
 from core.context import ResponseContext
 from core.deps import Deps
 from core.fallbacks import AgentFallback, RerankFallback
+from core.found import PersonCandidate, TopicCandidate
 from core.metrics import (
     RERANKER_CANDIDATES_IN,
     RERANKER_CANDIDATES_OUT,
     RERANKER_FALLBACKS,
     RERANKER_SELECTED,
 )
-from core.state import (
-    PersonCandidate,
-    RerankInput,
-    RerankState,
-    ResponseState,
-    TopicCandidate,
-)
+from core.state import RerankInput, RerankState, ResponseState
 from core.tracing import user_key
 from nodes.response.rerank_selection import (
     Selection,

@@ -37,8 +37,9 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import Evidence, FactCandidate, PersonCandidate, TopicCandidate
 from core.metrics import SEARCH_RESULTS
-from core.state import Evidence, FactCandidate, PersonCandidate, ResponseState, TopicCandidate
+from core.state import ResponseState
 from nodes.response.gate import relevant
 from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids
 from nodes.response.ranking.fusion import rrf_scores, topic_votes

@@ -44,8 +44,8 @@ from app.views import export_user
 from cli.main import main
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import PersonCandidate, TopicCandidate
 from core.records import NewMessage, Role, TopicRow
-from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.topic_content import topic_date
 from stores.embedders import Embedder

@@ -16,8 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import TopicCandidate
 from core.records import NewMessage
-from core.state import ResponseState, SelectedTopic, TopicCandidate
+from core.state import ResponseState, SelectedTopic
 from nodes.response.assemble import make_assemble, recalled_sections, topics_section
 from nodes.response.offline_answer import make_offline_answer
 from nodes.response.rerank_selection import ShownTopics, fallback_selection

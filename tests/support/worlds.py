@@ -13,8 +13,8 @@ from typing import Any
 from app.memory import archive_user
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import PersonCandidate, TopicCandidate
 from core.records import NewMessage, TopicRow
-from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.tools import make_response_tools
 from tests.support.conversations import CAT_TALK, FIRST_DAY, POSTGRES_TALK, THIRD_DAY

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bench.topica import ranked_topic_ids, shown_topic_ids
-from core.state import ResponseState, SelectedTopic, TopicCandidate
+from core.found import TopicCandidate
+from core.state import ResponseState, SelectedTopic
 
 
 def candidate(topic_id: int) -> TopicCandidate:

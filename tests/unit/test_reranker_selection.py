@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from core.deps import Deps
-from core.state import PersonCandidate, TopicCandidate
+from core.found import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.rerank_selection import (
     fallback_selection,

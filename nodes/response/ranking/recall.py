@@ -6,9 +6,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.found import NO_EVIDENCE
 from core.ports import Embedder
 from core.records import Member, MessageRow
-from core.state import NO_EVIDENCE
 from nodes.response.ranking.messages import (
     by_best_message,
     long_answers,
@@ -40,7 +40,7 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
 @dataclass(frozen=True)
 class Recall:
     """What a turn's messages are ranked by: its queries (whose speakers they name) and
-    the search's evidence (`core.state.Evidence`): full-text hits per query, vector hits
+    the search's evidence (`core.found.Evidence`): full-text hits per query, vector hits
     (a passage hit as its message), the messages written when the question says. With
     `scores`, long messages are shown by their passages most like the queries."""
 
