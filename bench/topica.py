@@ -36,13 +36,14 @@ from bench.corpus import Corpus
 from bench.metrics import CutLine, Unit, part_id
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
+from core.found import NOTHING_FOUND
 from core.records import parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.offline_answer import recall_topics
 from nodes.response.ranking.passages import cut_line
-from nodes.response.ranking.recall import Recall, rank_items, search_queries
+from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import excerpt_header, topic_header
@@ -51,7 +52,8 @@ from nodes.response.topic_content import excerpt_header, topic_header
 def ranked_topic_ids(state: ResponseState) -> list[int]:
     """The reranker's selection, then the other candidates in search order."""
     selected = [topic["id"] for topic in state.get("selected_topics") or []]
-    rest = [c["id"] for c in state.get("candidates") or [] if c["id"] not in set(selected)]
+    found = state.get("found") or NOTHING_FOUND
+    rest = [c["id"] for c in found["topics"] if c["id"] not in set(selected)]
     return list(dict.fromkeys([*selected, *rest]))
 
 
@@ -158,7 +160,7 @@ class Topica:
                 for i in shown_topic_ids(state)
                 if i in self._units
             ],
-            Recall.of({**state, "text": question}, corpus.deps.embedder),
+            Recall.of(state, corpus.deps.embedder),
             Ranking.of(self._context),
         )
         fill = [
@@ -195,10 +197,7 @@ class Topica:
         quoted, untimed_ms = None, 0.0
         if self.quotes:
             started = time.perf_counter()
-            queries = search_queries(question, state.get("query"))
-            topics = await asyncio.to_thread(
-                recall_topics, corpus.deps, self._context, state, queries
-            )
+            topics = await asyncio.to_thread(recall_topics, corpus.deps, self._context, state)
             quoted = corpus.externals([m["id"] for topic in topics for m in topic.quotes])
             untimed_ms = (time.perf_counter() - started) * 1000
         return Retrieval(

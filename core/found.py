@@ -1,6 +1,6 @@
-"""What the search hands on for one turn: its topic, people and fact candidates, and the
-message lists they are ranked by. Plain TypedDicts of JSON-friendly values, like the graph
-states that hold them."""
+"""What the search hands on for one turn (`Found`): its queries, its topic, people and fact
+candidates, and the message lists they are ranked by. Plain TypedDicts of JSON-friendly
+values, like the graph states that hold them."""
 
 from __future__ import annotations
 
@@ -58,5 +58,29 @@ class Evidence(TypedDict):
     other lists found first."""
 
 
-NO_EVIDENCE = Evidence(text_hits=[], vector_hits=[], dated=[])
-"""The evidence of a turn no search ran for."""
+class Found(TypedDict):
+    """What the search hands on for one turn: the queries it searched, its candidates and
+    the evidence they are ranked by. The reranker chooses among its topics and people; the
+    context shows its facts and ranks the recalled topics' messages by its queries and
+    evidence."""
+
+    queries: list[str]
+    """The turn's distinct queries, the raw message first."""
+    topics: list[TopicCandidate]
+    """The best `retrieved_topics_count` by fused score, ordered by their best message
+    (`TopicCandidate.score`)."""
+    people: list[PersonCandidate]
+    """Best cosine to the queries first."""
+    facts: list[FactCandidate]
+    """Best cosine to the queries first."""
+    evidence: Evidence
+
+
+NOTHING_FOUND = Found(
+    queries=[],
+    topics=[],
+    people=[],
+    facts=[],
+    evidence=Evidence(text_hits=[], vector_hits=[], dated=[]),
+)
+"""What a turn no search ran for hands on."""

@@ -21,7 +21,7 @@ from core.fallbacks import (
     TaskFallback,
     TranscribeFallback,
 )
-from core.found import Evidence, FactCandidate, PersonCandidate, TopicCandidate
+from core.found import Found
 from core.records import AnsweredBy, MessageRow
 
 
@@ -219,9 +219,9 @@ class RerankInput(TypedDict):
     """The user's current message(s), verbatim: excerpts answer this, not the query."""
     profile: NotRequired[Annotated[list[str], latest]]
     """Key facts about the user."""
-    candidates: Annotated[list[TopicCandidate], latest]
-    """Topic candidates from hybrid search, best fused score first."""
-    people_candidates: NotRequired[Annotated[list[PersonCandidate], latest]]
+    found: Annotated[Found, latest]
+    """What the search found: the reranker chooses among its topics and people (those the
+    user's own rows confirm: `prepare` keeps only them)."""
 
 
 class RerankOutput(TypedDict):
@@ -246,11 +246,8 @@ class ResponseState(ResponseInput, RerankOutput, total=False):
     query: str
     """The search query: the enricher's rewrite, or the raw text."""
     enrich_fallback: EnrichFallback | None
-    candidates: Annotated[list[TopicCandidate], latest]
-    people_candidates: Annotated[list[PersonCandidate], latest]
-    fact_candidates: Annotated[list[FactCandidate], latest]
-    evidence: Annotated[Evidence, latest]
-    """The search's message lists, which the candidates' order and the excerpts rank by."""
+    found: Annotated[Found, latest]
+    """What the search found: its queries, candidates and evidence."""
     search_fallback: SearchFallback | None
     """Set when the vector store was down: the candidates are full-text search's alone."""
     repairs: Annotated[list[Repair], added_repairs]
