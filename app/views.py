@@ -243,6 +243,7 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
 def unread_turn_result(state: ResponseState, llm_calls: int) -> dict[str, Any]:
     """`turn_result` from the turn's state alone, reading no store (what `turn_result`
     adds: the topics, the people and the stored answer, left empty here)."""
+    found = state.get("found")
     return {
         "answer": state.get("answer", ""),
         "topics": [],
@@ -255,7 +256,7 @@ def unread_turn_result(state: ResponseState, llm_calls: int) -> dict[str, Any]:
                 "importance": fact["importance"],
                 "score": fact["score"],
             }
-            for fact in state.get("fact_candidates") or []
+            for fact in (found["facts"] if found else [])
         ],
         "fallback": state.get("rerank_fallback"),
         "context_tokens": state.get("context_tokens", 0),

@@ -260,7 +260,7 @@ async def time_retrievals(
         began = time.perf_counter()
         state = await graph.ainvoke({"text": text}, context=context)
         samples.append((time.perf_counter() - began) * 1000)
-        candidates.append(len(state.get("candidates") or []))
+        candidates.append(len(state["found"]["topics"]))
         retrievals.advance()
     return samples, candidates
 

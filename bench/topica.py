@@ -7,18 +7,14 @@ retrieved topics are the reranker's selection followed by the remaining search
 candidates in fused order (what the responder can still load with
 `get_topics_content`), each mapped to its member messages by membership.
 
-Under a token budget the context is filled message by message in the order
-`nodes.response.ranking.recall.rank_members` gives the shown topics' messages (topic rank,
-full-text and vector hits and their neighbours and the messages written when the
-question says, fused, with the hits of speakers the question does not name lending only
-to their neighbours): the ranking the response graph's context assembly cuts recalled
-topics with when they do not fit, over the same topics (`shown_topic_ids`): the
-reranker's selection, and after it every other candidate when the search order made the
-selection (no model chose; `fill_candidates`). A long message comes by its passages most
-like the question (`rank_items`), rendered cut as the context shows it; it counts as in
-the context when one of its passages is. A topic shown whole has the header the
-response graph shows it with (id, date, size, summary); a topic shown in part has the
-short one the response graph shows it with too (`excerpt_header`: id, date).
+Under a token budget the context is what the response graph's context assembly fills
+with the same topics (`shown_topic_ids`: the reranker's selection, and after it every
+other candidate when the search order made the selection; `fill_candidates`): their
+messages in `nodes.response.ranking.recall.rank_items`' order (topic rank, full-text and
+vector hits and their neighbours, the messages written when the question says; a long
+message by its passages most like the question), each taken when it still fits and
+skipped when not (`nodes.response.ranking.fill.fill_budgets`), headers charged as shown.
+A message counts as in the context when it or one of its passages is.
 """
 
 from __future__ import annotations
@@ -36,13 +32,14 @@ from bench.corpus import Corpus
 from bench.metrics import Packed, Unit, count_tokens
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
+from core.found import NOTHING_FOUND
 from core.records import MessageRow, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.offline_answer import recall_topics
 from nodes.response.ranking.fill import fill_budgets
-from nodes.response.ranking.recall import Recall, rank_items, search_queries
+from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import excerpt_header, topic_header
@@ -52,7 +49,8 @@ from nodes.shared.budget import CHARS_PER_TOKEN
 def ranked_topic_ids(state: ResponseState) -> list[int]:
     """The reranker's selection, then the other candidates in search order."""
     selected = [topic["id"] for topic in state.get("selected_topics") or []]
-    rest = [c["id"] for c in state.get("candidates") or [] if c["id"] not in set(selected)]
+    found = state.get("found") or NOTHING_FOUND
+    rest = [c["id"] for c in found["topics"] if c["id"] not in set(selected)]
     return list(dict.fromkeys([*selected, *rest]))
 
 
@@ -185,7 +183,7 @@ class Topica:
     def unit_of(self, corpus: Corpus) -> Mapping[str, str]:
         return {i: unit.key for unit in self._units.values() for i in unit.message_ids}
 
-    def fill(self, corpus: Corpus, question: str, state: ResponseState) -> Fit:
+    def fill(self, corpus: Corpus, state: ResponseState) -> Fit:
         """The shown topics' messages in the order the context takes them (`rank_items`),
         and what the response graph's context holds of them at each budget (`fill_budgets`)."""
         rows = corpus.rows
@@ -194,7 +192,7 @@ class Topica:
             for i in shown_topic_ids(state)
             if i in self._units
         ]
-        recall = Recall.of({**state, "text": question}, corpus.deps.embedder)
+        recall = Recall.of(state, corpus.deps.embedder)
         ranking = Ranking.of(self._context)
         headers = {
             topic_id: (
@@ -218,14 +216,11 @@ class Topica:
             if shared is not None:
                 shared[question] = state
         ranked = [i for i in ranked_topic_ids(state) if i in self._units]
-        fit = self.fill(corpus, question, state) if self.excerpts else None
+        fit = self.fill(corpus, state) if self.excerpts else None
         quoted, untimed_ms = None, 0.0
         if self.quotes:
             started = time.perf_counter()
-            queries = search_queries(question, state.get("query"))
-            topics = await asyncio.to_thread(
-                recall_topics, corpus.deps, self._context, state, queries
-            )
+            topics = await asyncio.to_thread(recall_topics, corpus.deps, self._context, state)
             quoted = corpus.externals([m["id"] for topic in topics for m in topic.quotes])
             untimed_ms = (time.perf_counter() - started) * 1000
         return Retrieval(

@@ -21,7 +21,8 @@ from core.fallbacks import (
     TaskFallback,
     TranscribeFallback,
 )
-from core.records import AnsweredBy, FactType, MessageRow
+from core.found import Found
+from core.records import AnsweredBy, MessageRow
 
 
 class TopicProposal(TypedDict):
@@ -118,31 +119,6 @@ class MemoryState(TypedDict):
     resummary_fallback: NotRequired[SplitFallback | None]
 
 
-class TopicCandidate(TypedDict):
-    """A topic found by hybrid search, as the reranker sees it."""
-
-    id: int
-    summary: str
-    date: str
-    """First message's date, YYYY-MM-DD."""
-    message_count: int
-    size_chars: int
-    score: float
-    """The score of the topic's best message (`nodes.response.ranking.recall.order_topics`);
-    candidates are ordered by it, best first."""
-    fused_score: float
-    """The topic's own fused (RRF) score: the search keeps the best candidates by it."""
-    vector_score: float | None
-    """Cosine similarity to the query, when the vector search found it."""
-
-
-class PersonCandidate(TypedDict):
-    id: int
-    name: str
-    description: str
-    score: float
-
-
 class SelectedTopic(TypedDict):
     id: int
     reason: str
@@ -185,17 +161,6 @@ class ContextUsed(TypedDict):
 NO_CONTEXT = ContextUsed(topics=[], people=[], facts=[], earlier_messages=[], session_summary=False)
 
 
-class FactCandidate(TypedDict):
-    """A fact of the user found by vector search for this turn."""
-
-    id: int
-    content: str
-    type: FactType
-    importance: int
-    score: float
-    """Cosine similarity to the query."""
-
-
 T = TypeVar("T")
 
 
@@ -222,23 +187,6 @@ class ResponseInput(TypedDict):
     parts: NotRequired[list[dict]]
     """Media of the message as LangChain content blocks (`{"type": "image"|"audio",
     "base64", "mime_type"}`), sent to the responder with the text."""
-
-
-class Evidence(TypedDict):
-    """What a search found besides its candidates: the messages the candidates' order and
-    the context's excerpts are ranked by."""
-
-    text_hits: list[list[int]]
-    """Message ids hit by full-text (BM25) search, best first, one list per query."""
-    vector_hits: list[list[int]]
-    """Message ids nearest to each query's vector, best first, one list per query."""
-    dated: list[int]
-    """Message ids written on the days and in the months the queries name, those the
-    other lists found first."""
-
-
-NO_EVIDENCE = Evidence(text_hits=[], vector_hits=[], dated=[])
-"""The evidence of a turn no search ran for."""
 
 
 # -- the reranker subgraph (seed 001) ----------------------------------------
@@ -271,9 +219,9 @@ class RerankInput(TypedDict):
     """The user's current message(s), verbatim: excerpts answer this, not the query."""
     profile: NotRequired[Annotated[list[str], latest]]
     """Key facts about the user."""
-    candidates: Annotated[list[TopicCandidate], latest]
-    """Topic candidates from hybrid search, best fused score first."""
-    people_candidates: NotRequired[Annotated[list[PersonCandidate], latest]]
+    found: Annotated[Found, latest]
+    """What the search found: the reranker chooses among its topics and people (those the
+    user's own rows confirm: `prepare` keeps only them)."""
 
 
 class RerankOutput(TypedDict):
@@ -298,11 +246,8 @@ class ResponseState(ResponseInput, RerankOutput, total=False):
     query: str
     """The search query: the enricher's rewrite, or the raw text."""
     enrich_fallback: EnrichFallback | None
-    candidates: Annotated[list[TopicCandidate], latest]
-    people_candidates: Annotated[list[PersonCandidate], latest]
-    fact_candidates: Annotated[list[FactCandidate], latest]
-    evidence: Annotated[Evidence, latest]
-    """The search's message lists, which the candidates' order and the excerpts rank by."""
+    found: Annotated[Found, latest]
+    """What the search found: its queries, candidates and evidence."""
     search_fallback: SearchFallback | None
     """Set when the vector store was down: the candidates are full-text search's alone."""
     repairs: Annotated[list[Repair], added_repairs]

@@ -28,11 +28,11 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import NOTHING_FOUND, FactCandidate
 from core.ports import Embedder, Store
 from core.records import FactRow, MessageRow
 from core.state import (
     ContextUsed,
-    FactCandidate,
     ResponseState,
     SelectedPerson,
     SelectedTopic,
@@ -237,7 +237,9 @@ def recalled_sections(
         ),
         (
             "facts",
-            facts_section(state.get("fact_candidates") or [], core_ids, context.budgets.facts),
+            facts_section(
+                (state.get("found") or NOTHING_FOUND)["facts"], core_ids, context.budgets.facts
+            ),
         ),
     ]
 

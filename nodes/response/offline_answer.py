@@ -29,11 +29,11 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
+from core.found import NOTHING_FOUND, FactCandidate
 from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import (
     NO_CONTEXT,
     ContextUsed,
-    FactCandidate,
     ResponseState,
     SelectedPerson,
     SelectedTopic,
@@ -41,7 +41,7 @@ from core.state import (
 )
 from core.text import clip, short_time
 from nodes.response.auto_rag import relevant_earlier_messages
-from nodes.response.ranking.recall import Recall, rank_members, search_queries
+from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
 from nodes.response.topic_content import topic_date
@@ -127,14 +127,15 @@ class RecalledTopic:
 
 
 def recall_topics(
-    deps: Deps, context: ResponseContext, state: ResponseState, queries: Sequence[str]
+    deps: Deps, context: ResponseContext, state: ResponseState
 ) -> list[RecalledTopic]:
     """The recalled topics whose messages the context's ranking puts first, best first,
     each with those of its messages that fit the quotes' budget, in conversation order."""
     user_id = context.user_id
+    recall = Recall.of(state)
     picks = {pick["id"]: pick for pick in ShownTopics.of(state).topics}
     topics = deps.store.topics.by_ids(user_id, list(picks))
-    query_vectors = [deps.embedder.encode_query(query) for query in queries]
+    query_vectors = [deps.embedder.encode_query(query) for query in recall.queries]
     pick_passage = partial(closest_passage, deps, user_id, query_vectors=query_vectors)
     # A topic archived before kinds existed may hold a memory-only answer: never quoted.
     members = [
@@ -154,7 +155,7 @@ def recall_topics(
         )
         for topic in topics
     ]
-    order = rank_members(members, Recall.of(state), Ranking.of(context))
+    order = rank_members(members, recall, Ranking.of(context))
     chosen = chosen_quotes(order, {m["id"]: m for _, messages in members for m in messages})
     by_id = {topic["id"]: topic for topic in topics}
     messages_of = dict(members)
@@ -252,8 +253,7 @@ def compose(
     deps: Deps, context: ResponseContext, state: ResponseState
 ) -> tuple[str, list[UsedTopic]]:
     user_id = context.user_id
-    queries = search_queries(state["text"], state.get("query"))
-    topics = recall_topics(deps, context, state, queries)
+    topics = recall_topics(deps, context, state)
     current = [state.get("message_id"), *(state.get("group_message_ids") or ())]
     segment = deps.store.sessions.current_segment(user_id)
     # The whole segment is searched, the user's newest messages too; those, on the chat's
@@ -273,7 +273,7 @@ def compose(
         (person["name"], clip(person["bio"] or "", QUOTE_CHARS))
         for person in deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
     ]
-    facts = state.get("fact_candidates") or []
+    facts = (state.get("found") or NOTHING_FOUND)["facts"]
     answer = memory_answer(language_of(state["text"]), topics, conversation, people, facts)
     return answer, quoted_topics(topics)
 

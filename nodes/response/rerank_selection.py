@@ -16,16 +16,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from core.context import ResponseContext
+from core.found import NOTHING_FOUND, PersonCandidate, TopicCandidate
 from core.ports import Store
 from core.records import ID_RANGE
-from core.state import (
-    PersonCandidate,
-    RerankAnswer,
-    RerankState,
-    SelectedPerson,
-    SelectedTopic,
-    TopicCandidate,
-)
+from core.state import RerankAnswer, RerankState, SelectedPerson, SelectedTopic
 from core.text import neutralize
 from nodes.response.topic_content import TOOL_NAME, size_label
 from nodes.shared.clock import prompt_date, turn_moment
@@ -269,8 +263,8 @@ def search_order_reason(reason: str | None) -> str:
 
 
 def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
-    """The candidates past the selection whose messages may fill the room it leaves in the
-    context, in search order.
+    """The search's topics (`found`) past the selection whose messages may fill the room it
+    leaves in the context, in search order.
 
     When the search order made the selection (no model chose, nor asked for content), the
     selection's size is only the reranker's limit (`rerank_max_topics`), not a judgement:
@@ -285,7 +279,7 @@ def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
     reason = search_order_reason(state.get("rerank_fallback"))
     return [
         SelectedTopic(id=candidate["id"], reason=reason, excerpt=None, score=candidate["score"])
-        for candidate in state.get("candidates") or []
+        for candidate in (state.get("found") or NOTHING_FOUND)["topics"]
         if candidate["id"] not in selected
     ]
 

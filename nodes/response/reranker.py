@@ -26,19 +26,14 @@ from langgraph.types import Command
 from core.context import ResponseContext
 from core.deps import Deps
 from core.fallbacks import AgentFallback, RerankFallback
+from core.found import NOTHING_FOUND, Found, PersonCandidate, TopicCandidate
 from core.metrics import (
     RERANKER_CANDIDATES_IN,
     RERANKER_CANDIDATES_OUT,
     RERANKER_FALLBACKS,
     RERANKER_SELECTED,
 )
-from core.state import (
-    PersonCandidate,
-    RerankInput,
-    RerankState,
-    ResponseState,
-    TopicCandidate,
-)
+from core.state import RerankInput, RerankState, ResponseState
 from core.tracing import user_key
 from nodes.response.rerank_selection import (
     Selection,
@@ -119,12 +114,11 @@ def confirmed(
     deps: Deps,
     user_id: int,
     candidates: Sequence[TopicCandidate],
-    people: Sequence[PersonCandidate] | None,
+    people: Sequence[PersonCandidate],
 ) -> tuple[list[TopicCandidate], list[PersonCandidate]]:
     """The candidates the user's own rows confirm (a foreign id is dropped and logged)."""
-    offered_people = people or []
-    owned, owned_people = owned_candidates(deps.store, user_id, candidates, offered_people)
-    ignored = len(candidates) - len(owned) + len(offered_people) - len(owned_people)
+    owned, owned_people = owned_candidates(deps.store, user_id, candidates, people)
+    ignored = len(candidates) - len(owned) + len(people) - len(owned_people)
     if ignored:
         log.warning("user %s: reranker ignored %d foreign candidates", user_key(user_id), ignored)
     return owned, owned_people
@@ -153,13 +147,13 @@ def make_prepare(deps: Deps):
     ) -> Command[Literal["request_content", "vector_fallback"]]:
         started_at = time.monotonic()
         context = runtime.context
+        found = state["found"]
         candidates, people = await asyncio.to_thread(
-            confirmed, deps, context.user_id, state["candidates"], state.get("people_candidates")
+            confirmed, deps, context.user_id, found["topics"], found["people"]
         )
         fresh = {
             "started_at": started_at,
-            "candidates": candidates,
-            "people_candidates": people,
+            "found": Found(**{**found, "topics": candidates, "people": people}),
             "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
             "requested_ids": [],
             "tool_calls": 0,
@@ -263,8 +257,8 @@ async def finish(state: RerankState, runtime: Runtime[ResponseContext]) -> dict:
     context = runtime.context
     selection = select_answer(
         state["answer"],
-        state["candidates"],
-        state.get("people_candidates") or [],
+        state["found"]["topics"],
+        state["found"]["people"],
         max_topics=context.rerank_max_topics,
         max_people=context.tuning.rerank_max_people,
         excerpt_threshold_chars=context.tuning.excerpt_threshold_chars,
@@ -292,8 +286,8 @@ def fallback_update(
     state: RerankState, context: ResponseContext, requested_ids: Sequence[int]
 ) -> dict:
     return fallback_of(
-        state["candidates"],
-        state.get("people_candidates") or [],
+        state["found"]["topics"],
+        state["found"]["people"],
         state["rerank_fallback"],
         context,
         requested_ids,
@@ -324,22 +318,17 @@ def core_profile(deps: Deps, user_id: int) -> list[str]:
 
 
 def make_rerank(reranker: CompiledStateGraph):
-    """The response graph's `rerank` node: the compiled subgraph on this turn's candidates,
-    its own state mapped explicitly. Every outcome, the no-model one included, is an edge
-    of the subgraph: `prepare` decides, and reads the user's profile only when a model is
-    to be asked."""
+    """The response graph's `rerank` node: the compiled subgraph on what this turn's search
+    `found`, its own state mapped explicitly. Every outcome, the no-model one included, is
+    an edge of the subgraph: `prepare` decides, and reads the user's profile only when a
+    model is to be asked."""
 
     async def rerank(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
-        offered = state.get("candidates") or []
-        request = RerankInput(
-            query=state["query"],
-            user_message=state["text"],
-            candidates=offered,
-            people_candidates=state.get("people_candidates") or [],
-        )
+        found = state.get("found") or NOTHING_FOUND
+        request = RerankInput(query=state["query"], user_message=state["text"], found=found)
         # Called here, in the node itself, so that the graph's drawing (xray) finds it.
         result = await reranker.ainvoke(request, context=runtime.context)
-        RERANKER_CANDIDATES_IN.observe(len(offered))
+        RERANKER_CANDIDATES_IN.observe(len(found["topics"]))
         RERANKER_CANDIDATES_OUT.observe(len(result["selected_topics"]))
         RERANKER_SELECTED.observe(len(result["selected_topics"]))
         if result["rerank_fallback"]:

@@ -37,8 +37,9 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import Evidence, FactCandidate, Found, PersonCandidate, TopicCandidate
 from core.metrics import SEARCH_RESULTS
-from core.state import Evidence, FactCandidate, PersonCandidate, ResponseState, TopicCandidate
+from core.state import ResponseState
 from nodes.response.gate import relevant
 from nodes.response.hits import TOPIC_KINDS, Hits, find_hits, message_vector_ids
 from nodes.response.ranking.fusion import rrf_scores, topic_votes
@@ -176,29 +177,33 @@ def people_candidates(deps: Deps, context: ResponseContext, hits: Hits) -> list[
 
 
 def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) -> dict:
-    """The search node's update: topic, people and fact candidates of the user, and the
-    full-text and vector message hits the context assembly picks topic excerpts with; with
-    the vector store down, what full-text search found, and `search_fallback` says so."""
+    """The search node's update: in `found`, the queries, the user's topic, people and fact
+    candidates, and the full-text and vector message hits the context assembly picks topic
+    excerpts with; with the vector store down, what full-text search found, and
+    `search_fallback` says so."""
     reads = VectorReads(deps.vectors, context.user_id)
     hits = find_hits(deps, context, queries, (*TOPIC_KINDS, "facts", "people"), reads)
-    found: dict[str, Any] = {
-        "candidates": fuse_topics(deps, context, hits),
-        "evidence": Evidence(
-            text_hits=hits.message_text, vector_hits=message_vector_ids(hits), dated=hits.dated
-        ),
-        "people_candidates": people_candidates(deps, context, hits),
-        "fact_candidates": fact_candidates(deps, context, hits),
+    update: dict[str, Any] = {
+        "found": Found(
+            queries=list(queries),
+            topics=fuse_topics(deps, context, hits),
+            people=people_candidates(deps, context, hits),
+            facts=fact_candidates(deps, context, hits),
+            evidence=Evidence(
+                text_hits=hits.message_text, vector_hits=message_vector_ids(hits), dated=hits.dated
+            ),
+        )
     }
     if reads.unavailable is not None:
-        found["search_fallback"] = "vectors_unavailable"
-    return found
+        update["search_fallback"] = "vectors_unavailable"
+    return update
 
 
 def make_search(deps: Deps):
     async def search(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
         queries = search_queries(state["text"], state.get("query"))
-        found = await asyncio.to_thread(hybrid_search, deps, runtime.context, queries)
-        SEARCH_RESULTS.observe(len(found["candidates"]))
-        return found
+        update = await asyncio.to_thread(hybrid_search, deps, runtime.context, queries)
+        SEARCH_RESULTS.observe(len(update["found"]["topics"]))
+        return update
 
     return search

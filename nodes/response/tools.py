@@ -20,8 +20,8 @@ from pydantic import Field
 from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import StoreError
+from core.found import TopicCandidate
 from core.records import FactRow, FactType
-from core.state import TopicCandidate
 from core.text import neutralize
 from nodes.response.schedule_tool import make_schedule_task_tool
 from nodes.response.search import topic_candidates

@@ -15,6 +15,7 @@ from nodes.response.offline_answer import recall_topics
 from nodes.response.search import topic_candidates
 from nodes.response.tools import search_history_result
 from nodes.response.topic_content import render_topics_content
+from tests.support.found import found
 
 USER, OTHER = 1, 2
 LEASE = (
@@ -84,8 +85,12 @@ def test_search_history_and_topic_content_show_the_text_under_its_file_name(
 def test_the_memory_only_answer_quotes_the_closest_passage(deps: Deps) -> None:
     lease_topic = world(deps)
     pick = SelectedTopic(id=lease_topic, reason="the lease", excerpt=None, score=1.0)
-    state = ResponseState(text="How much is my rent?", selected_topics=[pick])
-    [recalled] = recall_topics(deps, context(), state, ["How much is my rent?"])
+    state = ResponseState(
+        text="How much is my rent?",
+        found=found(queries=["How much is my rent?"]),
+        selected_topics=[pick],
+    )
+    [recalled] = recall_topics(deps, context(), state)
     [quote] = recalled.quotes
     assert quote["content"].startswith("[document: lease.txt] «")
     assert "950 euros" in quote["content"]

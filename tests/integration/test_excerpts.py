@@ -64,7 +64,7 @@ async def test_topics_that_do_not_fit_are_cut_to_the_hit_and_the_reply_next_to_i
 ) -> None:
     garden, zoo = await two_topics(deps)
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
-    found = hybrid_search(deps, context, ["What name did Mia give the giraffe?"])
+    found = hybrid_search(deps, context, ["What name did Mia give the giraffe?"])["found"]
     (hits,) = found["evidence"]["text_hits"]
     giraffe = {row["id"] for row in deps.store.messages.all_of(USER) if "giraffe" in row["content"]}
     assert hits and set(hits[:3]) <= giraffe
@@ -151,10 +151,10 @@ async def test_a_vector_filed_under_the_wrong_user_never_becomes_a_search_candid
     deps.vectors.upsert("messages", USER, [others[0]["id"]], planted[None, :])
     context = ResponseContext.from_settings(deps.settings, user_id=USER)
 
-    found = hybrid_search(deps, context, [question])
+    found = hybrid_search(deps, context, [question])["found"]
 
     assert foreign["id"] in {i for i, _ in deps.vectors.nearest("topics", USER, [planted], 5)[0]}
-    assert [c["id"] for c in found["candidates"]] == [zoo, garden]
+    assert [c["id"] for c in found["topics"]] == [zoo, garden]
 
 
 ART = [
@@ -187,7 +187,7 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
     )
     question = "What did Melanie paint?"
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
-    found = hybrid_search(deps, context, [question])
+    found = hybrid_search(deps, context, [question])["found"]
     hits = found["evidence"]["text_hits"]
     assert {row["content"] for row in rows if row["id"] in hits[0][:2]} == {ART[0][1], ART[2][1]}
     # Room for the excerpt's header and two of the topic's lines (each about 100 chars).
@@ -208,14 +208,14 @@ async def test_a_question_naming_one_speaker_keeps_that_speakers_own_lines(deps:
     for blind in (excerpt([]), excerpt([question], off)):
         assert "mural" in blind and "harbour" in blind and "sunset painting" not in blind
 
-    # The assemble node's layers name the speakers from the turn's text.
+    # The assemble node's layers name the speakers from the search's queries (the turn's text).
     state = {
         "text": question,
         "selected_topics": [
             SelectedTopic(id=art["id"], reason="painting", excerpt=None, score=1.0),
             SelectedTopic(id=garden["id"], reason="garden", excerpt=None, score=0.5),
         ],
-        "evidence": {"text_hits": hits, "vector_hits": [], "dated": []},
+        "found": {**found, "evidence": {"text_hits": hits, "vector_hits": [], "dated": []}},
     }
     small = context.budgeted(topics=150)
     layers = dict(recalled_sections(deps.store, USER, state, set(), small))

@@ -44,11 +44,12 @@ from app.views import export_user
 from cli.main import main
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import PersonCandidate, TopicCandidate
 from core.records import NewMessage, Role, TopicRow
-from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.topic_content import topic_date
 from stores.embedders import Embedder
+from tests.support.found import found
 from tests.support.messages import BASE_TIME
 from tests.support.models import with_models
 from tests.support.openai_server import ScriptedOpenAI, reply, tool_call, tool_calls
@@ -352,8 +353,10 @@ async def forged_rerank(
         {
             "query": QUESTION,
             "user_message": QUESTION,
-            "candidates": [topic_candidate(topic) for topic in [*foreign, *user.topics]],
-            "people_candidates": people,
+            "found": found(
+                topics=[topic_candidate(topic) for topic in [*foreign, *user.topics]],
+                people=people,
+            ),
         },
         context=ResponseContext(user_id=user.persona.user_id, now_iso=NOW),
     )

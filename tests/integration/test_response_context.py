@@ -16,13 +16,15 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import TopicCandidate
 from core.records import NewMessage
-from core.state import ResponseState, SelectedTopic, TopicCandidate
+from core.state import ResponseState, SelectedTopic
 from nodes.response.assemble import make_assemble, recalled_sections, topics_section
 from nodes.response.offline_answer import make_offline_answer
 from nodes.response.rerank_selection import ShownTopics, fallback_selection
 from nodes.response.session_summary import make_extractive_summary, make_summarise
 from nodes.shared.budget import tokens
+from tests.support.found import found
 from tests.support.messages import new_messages
 from tests.support.openai_server import ScriptedOpenAI, http_error
 
@@ -139,9 +141,12 @@ async def test_the_sources_are_exactly_what_each_layer_kept(deps: Deps):
     state = ResponseState(
         text="Who?",
         message_id=row["id"],
-        fact_candidates=[
-            {**fact, "score": 0.5} for fact in [deps.store.facts.get(USER, core["id"]), *facts]
-        ],
+        found=found(
+            queries=["Who?"],
+            facts=[
+                {**fact, "score": 0.5} for fact in [deps.store.facts.get(USER, core["id"]), *facts]
+            ],
+        ),
         selected_people=[{"id": person["id"], "reason": "asked"} for person in people],
     )
 
@@ -282,11 +287,14 @@ async def test_the_search_order_fills_the_room_its_selection_leaves(deps: Deps, 
     selection = fallback_selection(candidates, [], "no_model", max_topics=5, max_people=0)
     state = ResponseState(
         text="When does my passport expire?",
-        candidates=candidates,
+        found=found(
+            queries=["When does my passport expire?"],
+            topics=candidates,
+            evidence={"text_hits": [[answer_id]], "vector_hits": [], "dated": []},
+        ),
         selected_topics=selection.topics,
         rerank_fallback="no_model",
         selected_by_search_order=selection.by_search_order,
-        evidence={"text_hits": [[answer_id]], "vector_hits": [], "dated": []},
     )
 
     layer = recalled_topics_layer(deps, state, budget)
@@ -325,13 +333,16 @@ async def test_the_candidates_after_the_selection_are_the_users_own(deps: Deps):
     forged = TopicCandidate(**{**candidates[0], "id": foreign["id"], "summary": "vault"})
     state = ResponseState(
         text="When does my passport expire?",
-        candidates=[*candidates[:5], forged, *candidates[5:]],
+        found=found(
+            queries=["When does my passport expire?"],
+            topics=[*candidates[:5], forged, *candidates[5:]],
+            evidence={"text_hits": [[answer_id, rows[0]["id"]]], "vector_hits": [], "dated": []},
+        ),
         selected_topics=fallback_selection(
             candidates, [], "no_model", max_topics=5, max_people=0
         ).topics,
         rerank_fallback="no_model",
         selected_by_search_order=True,
-        evidence={"text_hits": [[answer_id, rows[0]["id"]]], "vector_hits": [], "dated": []},
     )
 
     for budget in (250, 8000):

@@ -27,6 +27,7 @@ from nodes.response.offline_answer import QUOTE_BUDGET_CHARS, WORDING, make_offl
 from nodes.response.search import topic_candidates
 from prompts import responder as responder_prompt
 from stores.embedders import Embedder
+from tests.support.found import found
 from tests.support.messages import new_messages
 from tests.support.models import recording_model
 from tests.support.openai_server import ScriptedOpenAI, empty_reply, http_error, reply, tool_call
@@ -130,8 +131,8 @@ async def test_search_never_returns_another_users_topics_or_facts(world: Respons
         {"text": f"How long: {RESPONSE_SECRET}? secret project?"},
         context=ResponseContext(user_id=USER, now_iso=NOW),
     )
-    assert {c["id"] for c in state["candidates"]} <= world.user_topics
-    assert world.other_fact not in {f["id"] for f in state["fact_candidates"]}
+    assert {c["id"] for c in state["found"]["topics"]} <= world.user_topics
+    assert world.other_fact not in {f["id"] for f in state["found"]["facts"]}
     assert "97 minutes" not in state["answer"]
     assert "secret project" not in state["answer"].lower()
     # Run with the text alone (as Studio runs it), the graph stored the question as user 1's
@@ -173,7 +174,7 @@ async def test_the_memory_only_answer_names_the_topics_it_quotes_as_its_sources(
         world, "How long did the Postgres restore take on staging?", rerank_max_topics=1
     )
     assert state["answered_by"] == "memory"
-    candidates = [candidate["id"] for candidate in state["candidates"]]
+    candidates = [candidate["id"] for candidate in state["found"]["topics"]]
     assert len(candidates) > 1  # the context holds them all (no model reads it here)
     used = state["context_used"]["topics"]
     assert used, "it quotes a topic"
@@ -250,8 +251,11 @@ async def test_the_memory_only_answer_quotes_what_the_context_ranks_first(deps: 
         ResponseState(
             text="What pressure should the boiler keep?",
             query="boiler pressure",
+            found=found(
+                queries=["What pressure should the boiler keep?", "boiler pressure"],
+                evidence={"text_hits": [[rows[20]["id"]]], "vector_hits": [], "dated": []},
+            ),
             selected_topics=picks,
-            evidence={"text_hits": [[rows[20]["id"]]], "vector_hits": [], "dated": []},
         ),
         runtime(),
     )
@@ -398,7 +402,7 @@ async def test_when_no_model_reranks_the_context_fills_past_the_selection(
     )
     assert (state["rerank_fallback"], state["selected_by_search_order"]) == ("no_model", True)
     assert len(state["selected_topics"]) == 1
-    candidates = [candidate["id"] for candidate in state["candidates"]]
+    candidates = [candidate["id"] for candidate in state["found"]["topics"]]
     assert len(candidates) > 1
     # Room for every candidate whole (8,000 tokens): all of them, in search order.
     used = state["context_used"]["topics"]

@@ -109,7 +109,7 @@ async def test_retrieval_is_per_user_on_identical_archives(demo_archive: DemoArc
     for user_id in (1, 2):
         for question in QUESTIONS[::4]:
             state = await retrieve(deps, user_id, question["question"])
-            assert {c["id"] for c in state["candidates"]} <= own[user_id]
+            assert {c["id"] for c in state["found"]["topics"]} <= own[user_id]
             assert {t["id"] for t in state["selected_topics"]} <= own[user_id]
 
 
@@ -142,12 +142,9 @@ async def test_without_a_model_rerank_takes_the_subgraphs_no_model_edge(
         rerank_path = [node for scope, node in path if scope == "rerank"]
         assert rerank_path == ["prepare", "vector_fallback"], path
         assert state["rerank_fallback"] == "no_model"
-        assert state["candidates"]
+        assert state["found"]["topics"]
         request = RerankInput(
-            query=state["query"],
-            user_message=state["text"],
-            candidates=state["candidates"],
-            people_candidates=state.get("people_candidates") or [],
+            query=state["query"], user_message=state["text"], found=state["found"]
         )
         direct = await reranker.ainvoke(request, context=context)
         assert {key: state[key] for key in direct} == direct

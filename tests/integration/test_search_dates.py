@@ -117,19 +117,19 @@ def test_a_question_naming_a_day_recalls_that_days_topic(deps: Deps) -> None:
     days = store_days(deps, USER)
     store_days(deps, OTHER)
     # No word of the question is in the cooking talk: the date alone finds it.
-    found = hybrid_search(deps, context(), ["What did we talk about on 9 November 2022?"])
+    found = hybrid_search(deps, context(), ["What did we talk about on 9 November 2022?"])["found"]
     cooking = deps.store.messages.topics_of(USER, days["cooking"][:1])[days["cooking"][0]]
-    assert found["candidates"][0]["id"] == cooking
+    assert found["topics"][0]["id"] == cooking
     # The day's messages, those the vector lists found first.
     assert sorted(found["evidence"]["dated"]) == days["cooking"]
     (vectors,) = found["evidence"]["vector_hits"]
     assert found["evidence"]["dated"][0] == next(i for i in vectors if i in days["cooking"])
     # The same words with another day recall that day's topic; without a date, no list.
     for day, name in (("8 November 2022", "garden"), ("3 December 2022", "reading")):
-        other = hybrid_search(deps, context(), [f"What did we talk about on {day}?"])
-        first = other["candidates"][0]["id"]
+        other = hybrid_search(deps, context(), [f"What did we talk about on {day}?"])["found"]
+        first = other["topics"][0]["id"]
         assert deps.store.topics.by_ids(USER, [first])[0]["start_msg_id"] == days[name][0]
-    plain = hybrid_search(deps, context(), ["What did we talk about?"])
+    plain = hybrid_search(deps, context(), ["What did we talk about?"])["found"]
     assert plain["evidence"]["dated"] == []
 
 
@@ -147,25 +147,24 @@ def test_a_day_counted_back_from_the_turn_recalls_that_days_topic(deps: Deps) ->
         ("What did we talk about the day before yesterday?", "garden"),
         ("Что мы обсуждали позавчера?", "garden"),
     ):
-        found = hybrid_search(deps, context(**after), [question])
-        assert found["candidates"][0]["id"] == topic_of[name], question
+        found = hybrid_search(deps, context(**after), [question])["found"]
+        assert found["topics"][0]["id"] == topic_of[name], question
         assert sorted(found["evidence"]["dated"]) == days[name], question
     # Reading was on Saturday 3 December 2022; on Tuesday the 6th that is last week.
     later = {"now_iso": "2022-12-06T09:00:00+00:00"}
     for question in ("What did we discuss last week?", "Что мы обсуждали на прошлой неделе?"):
-        found = hybrid_search(deps, context(**later), [question])
-        assert found["candidates"][0]["id"] == topic_of["reading"], question
+        found = hybrid_search(deps, context(**later), [question])["found"]
+        assert found["topics"][0]["id"] == topic_of["reading"], question
         assert sorted(found["evidence"]["dated"]) == days["reading"], question
     # "Today" names no past period: no list.
-    assert (
-        hybrid_search(deps, context(**after), ["What do we do today?"])["evidence"]["dated"] == []
-    )
+    today = hybrid_search(deps, context(**after), ["What do we do today?"])["found"]
+    assert today["evidence"]["dated"] == []
 
 
 def test_the_context_keeps_the_named_days_messages_when_topics_do_not_fit(deps: Deps) -> None:
     days = store_days(deps, USER)
     question = "What did I make on 9 November 2022?"
-    found = hybrid_search(deps, context(), [question])
+    found = hybrid_search(deps, context(), [question])["found"]
     topic_of = deps.store.messages.topics_of(USER, [days["garden"][0], days["cooking"][0]])
     state = {
         "text": question,
@@ -174,7 +173,10 @@ def test_the_context_keeps_the_named_days_messages_when_topics_do_not_fit(deps: 
             SelectedTopic(id=topic_of[days["garden"][0]], reason="garden", excerpt=None, score=1),
             SelectedTopic(id=topic_of[days["cooking"][0]], reason="food", excerpt=None, score=0.5),
         ],
-        "evidence": {**found["evidence"], "text_hits": [[]], "vector_hits": []},
+        "found": {
+            **found,
+            "evidence": {**found["evidence"], "text_hits": [[]], "vector_hits": []},
+        },
     }
     small = context().budgeted(topics=140)
     shown = dict(recalled_sections(deps.store, USER, state, set(), small))["topics"].text
@@ -184,7 +186,7 @@ def test_the_context_keeps_the_named_days_messages_when_topics_do_not_fit(deps: 
         recalled_sections(
             deps.store,
             USER,
-            {**state, "evidence": {**state["evidence"], "dated": []}},
+            {**state, "found": {**found, "evidence": {**state["found"]["evidence"], "dated": []}}},
             set(),
             small,
         )

@@ -79,22 +79,23 @@ def test_a_kind_the_user_has_no_rows_of_is_not_asked_and_nothing_is_lost(deps: D
     watched = AskedKinds(deps.vectors)
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
 
-    found = hybrid_search(replace(deps, vectors=watched), context, [QUESTION])
+    update = hybrid_search(replace(deps, vectors=watched), context, [QUESTION])
 
     # Messages and topics only: no documents, facts or people of this user's to find.
+    found = update["found"]
     assert sorted(watched.asked) == ["messages", "topics"]
-    assert [c["summary"] for c in found["candidates"]] == ["Marzipan's renal diet"]
+    assert [c["summary"] for c in found["topics"]] == ["Marzipan's renal diet"]
     assert found["evidence"]["vector_hits"] and found["evidence"]["vector_hits"][0]
-    assert found["fact_candidates"] == [] and found["people_candidates"] == []
-    assert "search_fallback" not in found
+    assert found["facts"] == [] and found["people"] == []
+    assert "search_fallback" not in update
 
     # The user's own fact: now the facts are asked, and the fact is found.
     fact = deps.store.facts.add(USER, "Marzipan's vet is Dr. Petrova", "context", 60)
     deps.indexer.index_all(USER)
     watched.asked.clear()
-    found = hybrid_search(replace(deps, vectors=watched), context, [QUESTION])
+    found = hybrid_search(replace(deps, vectors=watched), context, [QUESTION])["found"]
     assert sorted(watched.asked) == ["facts", "messages", "topics"]
-    assert [f["id"] for f in found["fact_candidates"]] == [fact["id"]]
+    assert [f["id"] for f in found["facts"]] == [fact["id"]]
 
 
 def test_the_passages_full_text_index_is_asked_once_the_user_has_a_document(

@@ -57,7 +57,9 @@ def test_a_named_speakers_own_lines_are_found_without_the_name(deps: Deps) -> No
     assert ids[0] in [i for i, _ in message_search(deps.store, USER, lower, 10)]
     # The hybrid search hands these hits on to the excerpts.
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
-    assert hybrid_search(deps, context, [question])["evidence"]["text_hits"][0][0] == ids[3]
+    assert (
+        hybrid_search(deps, context, [question])["found"]["evidence"]["text_hits"][0][0] == ids[3]
+    )
 
 
 def test_authors_are_read_from_the_users_own_messages_only(deps: Deps) -> None:

@@ -62,8 +62,8 @@ def store(deps: Deps, user_id: int) -> dict[str, int]:
 def test_a_topic_holding_the_strong_match_comes_before_many_weak_ones(deps: Deps) -> None:
     mine = store(deps, USER)
     store(deps, OTHER)
-    found = hybrid_search(deps, ResponseContext(user_id=USER), [QUESTION])
-    candidates = found["candidates"]
+    found = hybrid_search(deps, ResponseContext(user_id=USER), [QUESTION])["found"]
+    candidates = found["topics"]
     by_fusion = sorted(candidates, key=lambda c: -c["fused_score"])
     # The fusion alone ranks the travel talk first: its summary and lines vote for it.
     assert [c["id"] for c in by_fusion[:2]] == [mine["travel"], mine["drawer"]]
@@ -93,10 +93,10 @@ def test_a_passage_hit_counts_for_the_message_that_carried_its_document(deps: De
     [lease] = deps.store.topics.save(USER, [("[document: lease.txt]", [carrier["id"]])])
     deps.indexer.index_all(USER)
     question = "How much rent do I pay my landlord each month?"
-    found = hybrid_search(deps, ResponseContext(user_id=USER), [question])
+    found = hybrid_search(deps, ResponseContext(user_id=USER), [question])["found"]
     # The chat line is a full-text hit on a message; the lease's message is none.
     assert [i for i, _ in deps.store.messages.search(USER, question, 10)] == [chat[0]["id"]]
-    assert [c["id"] for c in found["candidates"]] == [lease["id"], heating["id"]]
+    assert [c["id"] for c in found["topics"]] == [lease["id"], heating["id"]]
 
 
 def test_a_hit_by_a_speaker_the_question_leaves_out_does_not_lift_its_topic(deps: Deps) -> None:
@@ -112,8 +112,8 @@ def test_a_hit_by_a_speaker_the_question_leaves_out_does_not_lift_its_topic(deps
         [topic] = deps.store.topics.save(USER, [(name, [row["id"] for row in rows])])
         topics[name] = topic["id"]
     deps.indexer.index_all(USER)
-    found = hybrid_search(deps, ResponseContext(user_id=USER), ["What did Alexei cook?"])
-    assert [c["id"] for c in found["candidates"]] == [topics["cooked"], topics["asked"]]
+    found = hybrid_search(deps, ResponseContext(user_id=USER), ["What did Alexei cook?"])["found"]
+    assert [c["id"] for c in found["topics"]] == [topics["cooked"], topics["asked"]]
 
 
 def test_members_are_read_in_conversation_order_and_only_the_users_own(deps: Deps) -> None:
@@ -161,7 +161,7 @@ def test_the_vector_list_runs_deeper_for_the_messages_than_the_fusion_reads(deps
     ).tuned(message_hits_count=3, excerpt_vector_depth=7)
     question = "Which handicrafts does the family enjoy?"  # no word in common with any line
     assert deps.store.messages.search(USER, question, 10) == []
-    found = hybrid_search(deps, context, [question])
+    found = hybrid_search(deps, context, [question])["found"]
     (vector_hits,) = found["evidence"]["vector_hits"]
     assert len(vector_hits) == 7
-    assert {c["id"] for c in found["candidates"]} == {topic_of[i] for i in vector_hits[:3]}
+    assert {c["id"] for c in found["topics"]} == {topic_of[i] for i in vector_hits[:3]}

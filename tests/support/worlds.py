@@ -13,12 +13,13 @@ from typing import Any
 from app.memory import archive_user
 from core.context import ResponseContext
 from core.deps import Deps
+from core.found import PersonCandidate, TopicCandidate
 from core.records import NewMessage, TopicRow
-from core.state import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.tools import make_response_tools
 from tests.support.conversations import CAT_TALK, FIRST_DAY, POSTGRES_TALK, THIRD_DAY
 from tests.support.faults import topic_snapshot
+from tests.support.found import found
 from tests.support.messages import new_messages
 
 USER, OTHER_USER = 1, 2
@@ -131,8 +132,10 @@ async def rerank(
             "query": "Petrov from ProjectX, the Berlin trip and vLLM on H100",
             "user_message": "Remember Petrov? What did we set up on the H100?",
             "profile": ["Works as an ML engineer", "Lives in Lisbon"],
-            "candidates": world.candidates if candidates is None else candidates,
-            "people_candidates": world.people if people is None else people,
+            "found": found(
+                topics=world.candidates if candidates is None else candidates,
+                people=world.people if people is None else people,
+            ),
         },
         context=ResponseContext(user_id=USER, now_iso=RERANK_NOW, **context),
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from bench.topica import ranked_topic_ids, shown_topic_ids
-from core.state import ResponseState, SelectedTopic, TopicCandidate
+from core.found import TopicCandidate
+from core.state import ResponseState, SelectedTopic
+from tests.support.found import found
 
 
 def candidate(topic_id: int) -> TopicCandidate:
@@ -27,7 +29,7 @@ def test_the_fill_draws_on_the_candidates_only_when_the_search_order_chose():
     candidates = [candidate(i) for i in (1, 2, 3, 4)]
     by_search = ResponseState(
         text="q",
-        candidates=candidates,
+        found=found(queries=["q"], topics=candidates),
         selected_topics=[
             picked(1, "vector order (no_model)"),
             picked(2, "vector order (no_model)"),
@@ -37,7 +39,7 @@ def test_the_fill_draws_on_the_candidates_only_when_the_search_order_chose():
     )
     by_model = ResponseState(
         text="q",
-        candidates=candidates,
+        found=found(queries=["q"], topics=candidates),
         selected_topics=[picked(3, "the trip"), picked(1, "the visa")],
         rerank_fallback=None,
         selected_by_search_order=False,

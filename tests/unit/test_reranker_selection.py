@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from core.deps import Deps
-from core.state import PersonCandidate, TopicCandidate
+from core.found import PersonCandidate, TopicCandidate
 from graphs.reranker import build_reranker_graph
 from nodes.response.rerank_selection import (
     fallback_selection,
@@ -23,6 +23,7 @@ from nodes.response.rerank_selection import (
     select_answer,
 )
 from nodes.shared.structured import LLMOutputError
+from tests.support.found import found
 from tests.support.worlds import RerankWorld, candidate, rerank, selected_ids
 
 # -- without a model ---------------------------------------------------------------------
@@ -128,7 +129,7 @@ def test_only_a_selection_the_search_order_made_offers_the_other_candidates():
     candidates = plain_candidates(*[1000] * 7)
     by_vector = fallback_selection(candidates, [], "api_error", max_topics=3, max_people=10)
     state = {
-        "candidates": candidates,
+        "found": found(topics=candidates),
         "selected_topics": by_vector.topics,
         "rerank_fallback": "api_error",
         "selected_by_search_order": by_vector.by_search_order,

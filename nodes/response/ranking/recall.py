@@ -6,9 +6,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.found import NOTHING_FOUND
 from core.ports import Embedder
 from core.records import Member, MessageRow
-from core.state import NO_EVIDENCE
 from nodes.response.ranking.messages import (
     by_best_message,
     long_answers,
@@ -39,8 +39,8 @@ def search_queries(text: str, enriched: str | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Recall:
-    """What a turn's messages are ranked by: its queries (whose speakers they name) and
-    the search's evidence (`core.state.Evidence`): full-text hits per query, vector hits
+    """What a turn's messages are ranked by: the search's queries (whose speakers they
+    name) and evidence (`core.found.Evidence`): full-text hits per query, vector hits
     (a passage hit as its message), the messages written when the question says. With
     `scores`, long messages are shown by their passages most like the queries."""
 
@@ -52,10 +52,10 @@ class Recall:
 
     @classmethod
     def of(cls, state: Mapping[str, Any], embedder: Embedder | None = None) -> Recall:
-        """A response run's recall (`text`, `query`, `evidence`); with `embedder`, its
+        """A response run's recall, from what its search `found`; with `embedder`, its
         passages scored by it."""
-        queries = search_queries(state["text"], state.get("query"))
-        evidence = state.get("evidence") or NO_EVIDENCE
+        found = state.get("found") or NOTHING_FOUND
+        queries, evidence = found["queries"], found["evidence"]
         return cls(
             queries,
             evidence["text_hits"],
