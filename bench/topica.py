@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -39,6 +40,7 @@ from core.tracing import run_config
 from graphs.response import build_retrieval_graph
 from nodes.response.offline_answer import recall_topics
 from nodes.response.ranking.fill import fill_budgets
+from nodes.response.ranking.passages import Item
 from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
@@ -82,9 +84,14 @@ class Fit:
     recall: Recall
     ranking: Ranking
 
+    @cached_property
+    def ranked(self) -> tuple[list[Item], dict[int, list[str]]]:
+        """The shown topics' messages ranked (`rank_items`), once for every budget."""
+        return rank_items(self.members, self.recall, self.ranking)
+
     def order(self) -> list[tuple[str, str]]:
-        """(unit key, message id) in the order the context takes them (`rank_items`)."""
-        items, _ = rank_items(self.members, self.recall, self.ranking)
+        """(unit key, message id) in the order the context takes them."""
+        items, _ = self.ranked
         external = self.corpus.external_of
         return list(dict.fromkeys((self.keys[topic_id], external[m]) for topic_id, m, _ in items))
 
@@ -92,7 +99,7 @@ class Fit:
         """What `fill_budgets` puts in a context of each budget (tokens as `count_tokens`
         counts them: the characters `fill_budget` charges, a token per `CHARS_PER_TOKEN`)."""
         chars = [max(0, budget - TOKENS_PER_TEXT) * CHARS_PER_TOKEN for budget in budgets]
-        filled = fill_budgets(self.members, self.headers, self.recall, self.ranking, chars)
+        filled = fill_budgets(self.members, self.headers, self.ranked, chars)
         external = self.corpus.external_of
         return {
             budget: Packed(

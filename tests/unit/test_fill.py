@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.records import MessageRow
 from nodes.response.ranking.fill import BLOCK_CHARS, fill_budget, fill_budgets
-from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 
 
@@ -52,7 +52,8 @@ def test_a_small_budget_shows_the_long_answers_relevant_passage_and_counts_it_sh
 
 def test_each_budget_fills_as_one_fill_does_and_the_whole_fits_exactly_its_charge() -> None:
     budgets = [0, 150, 400, 1_000, 10_000]
-    together = fill_budgets(MEMBERS, HEADERS, RECALL, Ranking(), budgets)
+    ranked = rank_items(MEMBERS, RECALL, Ranking())
+    together = fill_budgets(MEMBERS, HEADERS, ranked, budgets)
     assert together == [fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), b) for b in budgets]
     assert together[0].shown == frozenset() and together[0].topics == []
     everything = together[-1]

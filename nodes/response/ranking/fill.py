@@ -45,24 +45,26 @@ def fill_budget(
     `headers` are every topic to show, in order, with its header's size when shown in
     part and whole; `members` are the messages of those not `given` (the reranker's
     excerpts, which keep their text and take their room first)."""
-    return fill_budgets(members, headers, recall, ranking, [max_chars], given)[0]
+    ranked = rank_items(members, recall, ranking)
+    return fill_budgets(members, headers, ranked, [max_chars], given)[0]
 
 
 def fill_budgets(
     members: Sequence[tuple[int, Sequence[MessageRow]]],
     headers: Mapping[int, tuple[int, int]],
-    recall: Recall,
-    ranking: Ranking,
+    ranked: tuple[Sequence[Item], Mapping[int, Sequence[str]]],
     budgets: Sequence[int],
     given: Mapping[int, str] | None = None,
 ) -> list[Filled]:
-    """`fill_budget` at each of `budgets` (characters), the messages ranked once."""
+    """`fill_budget` at each of `budgets` (characters) from `members` ranked once
+    (`rank_items`: the items in order and the passages of the long messages)."""
     given = dict(given or {})
     used = sum(headers[t][0] + BLOCK_CHARS + len(text) for t, text in given.items() if t in headers)
-    items, passages = rank_items(members, recall, ranking)
+    items, passages = ranked
+    lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
     filled = []
     for max_chars in budgets:
-        fitted = Fitting(members, passages, headers, used)
+        fitted = Fitting(members, passages, headers, used, lines)
         for item in items:
             fitted.add(item, max_chars)
         filled.append(fitted.filled(given))
@@ -81,10 +83,11 @@ class Fitting:
         passages: Mapping[int, Sequence[str]],
         headers: Mapping[int, tuple[int, int]],
         used: int,
+        lines: Mapping[int, str],
     ) -> None:
         self.members = members
         self.rows = {m["id"]: m for _, messages in members for m in messages}
-        self.lines = {i: transcript([m]) for i, m in self.rows.items()}
+        self.lines = lines
         self.sizes = {topic_id: len(messages) for topic_id, messages in members}
         self.passages = passages
         self.headers = headers
