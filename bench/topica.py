@@ -69,7 +69,7 @@ def turn_time(corpus: Corpus) -> str:
 
 
 TOKENS_PER_TEXT = count_tokens("x") - 1
-"""The tokens `count_tokens` adds to a text's characters' (a message's overhead)."""
+"""The tokens `count_tokens` adds to those of a text's characters (a message's overhead)."""
 
 
 @dataclass(frozen=True)
