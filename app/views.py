@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.offers import offers_export
 from app.tasks import tasks_export
+from core.found import found_in
 from core.ports import Store
 from core.records import AnswerRow, MessageRow, TopicRow
 
@@ -243,7 +244,6 @@ def turn_result(deps: Deps, user_id: int, state: ResponseState, llm_calls: int) 
 def unread_turn_result(state: ResponseState, llm_calls: int) -> dict[str, Any]:
     """`turn_result` from the turn's state alone, reading no store (what `turn_result`
     adds: the topics, the people and the stored answer, left empty here)."""
-    found = state.get("found")
     return {
         "answer": state.get("answer", ""),
         "topics": [],
@@ -256,7 +256,7 @@ def unread_turn_result(state: ResponseState, llm_calls: int) -> dict[str, Any]:
                 "importance": fact["importance"],
                 "score": fact["score"],
             }
-            for fact in (found["facts"] if found else [])
+            for fact in found_in(state)["facts"]
         ],
         "fallback": state.get("rerank_fallback"),
         "context_tokens": state.get("context_tokens", 0),

@@ -33,7 +33,7 @@ from bench.corpus import Corpus
 from bench.metrics import Packed, Unit, count_tokens
 from core.callbacks import LLMUsage
 from core.context import ResponseContext
-from core.found import NOTHING_FOUND
+from core.found import found_in
 from core.records import MessageRow, parse_timestamp
 from core.state import ResponseState
 from core.tracing import run_config
@@ -51,8 +51,7 @@ from nodes.shared.budget import CHARS_PER_TOKEN
 def ranked_topic_ids(state: ResponseState) -> list[int]:
     """The reranker's selection, then the other candidates in search order."""
     selected = [topic["id"] for topic in state.get("selected_topics") or []]
-    found = state.get("found") or NOTHING_FOUND
-    rest = [c["id"] for c in found["topics"] if c["id"] not in set(selected)]
+    rest = [c["id"] for c in found_in(state)["topics"] if c["id"] not in set(selected)]
     return list(dict.fromkeys([*selected, *rest]))
 
 

@@ -4,6 +4,9 @@ values, like the graph states that hold them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from typing_extensions import TypedDict
 
 from core.records import FactType
@@ -84,3 +87,9 @@ NOTHING_FOUND = Found(
     evidence=Evidence(text_hits=[], vector_hits=[], dated=[]),
 )
 """What a turn no search ran for hands on."""
+
+
+def found_in(state: Mapping[str, Any]) -> Found:
+    """What a turn's search handed on (`state["found"]`), or `NOTHING_FOUND` where no
+    search ran."""
+    return state.get("found") or NOTHING_FOUND

@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 
 from core.context import ResponseContext
 from core.deps import Deps
-from core.found import NOTHING_FOUND, FactCandidate
+from core.found import FactCandidate, found_in
 from core.ports import Embedder, Store
 from core.records import FactRow, MessageRow
 from core.state import (
@@ -237,9 +237,7 @@ def recalled_sections(
         ),
         (
             "facts",
-            facts_section(
-                (state.get("found") or NOTHING_FOUND)["facts"], core_ids, context.budgets.facts
-            ),
+            facts_section(found_in(state)["facts"], core_ids, context.budgets.facts),
         ),
     ]
 

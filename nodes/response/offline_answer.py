@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 from core.context import ResponseContext
 from core.deps import Deps
 from core.errors import VectorStoreUnavailable
-from core.found import NOTHING_FOUND, FactCandidate
+from core.found import FactCandidate, found_in
 from core.records import MEMORY_KIND, MessageRow, PassageRow
 from core.state import (
     NO_CONTEXT,
@@ -273,7 +273,7 @@ def compose(
         (person["name"], clip(person["bio"] or "", QUOTE_CHARS))
         for person in deps.store.people.by_ids(user_id, [p["id"] for p in selected_people])
     ]
-    facts = (state.get("found") or NOTHING_FOUND)["facts"]
+    facts = found_in(state)["facts"]
     answer = memory_answer(language_of(state["text"]), topics, conversation, people, facts)
     return answer, quoted_topics(topics)
 

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from core.context import ResponseContext
-from core.found import NOTHING_FOUND, PersonCandidate, TopicCandidate
+from core.found import PersonCandidate, TopicCandidate, found_in
 from core.ports import Store
 from core.records import ID_RANGE
 from core.state import RerankAnswer, RerankState, SelectedPerson, SelectedTopic
@@ -279,7 +279,7 @@ def fill_candidates(state: Mapping[str, Any]) -> list[SelectedTopic]:
     reason = search_order_reason(state.get("rerank_fallback"))
     return [
         SelectedTopic(id=candidate["id"], reason=reason, excerpt=None, score=candidate["score"])
-        for candidate in (state.get("found") or NOTHING_FOUND)["topics"]
+        for candidate in found_in(state)["topics"]
         if candidate["id"] not in selected
     ]
 

@@ -26,7 +26,7 @@ from langgraph.types import Command
 from core.context import ResponseContext
 from core.deps import Deps
 from core.fallbacks import AgentFallback, RerankFallback
-from core.found import NOTHING_FOUND, Found, PersonCandidate, TopicCandidate
+from core.found import Found, PersonCandidate, TopicCandidate, found_in
 from core.metrics import (
     RERANKER_CANDIDATES_IN,
     RERANKER_CANDIDATES_OUT,
@@ -324,7 +324,7 @@ def make_rerank(reranker: CompiledStateGraph):
     model is to be asked."""
 
     async def rerank(state: ResponseState, runtime: Runtime[ResponseContext]) -> dict:
-        found = state.get("found") or NOTHING_FOUND
+        found = found_in(state)
         request = RerankInput(query=state["query"], user_message=state["text"], found=found)
         # Called here, in the node itself, so that the graph's drawing (xray) finds it.
         result = await reranker.ainvoke(request, context=runtime.context)

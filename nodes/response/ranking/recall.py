@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.found import NOTHING_FOUND
+from core.found import found_in
 from core.ports import Embedder
 from core.records import Member, MessageRow
 from nodes.response.ranking.messages import (
@@ -54,7 +54,7 @@ class Recall:
     def of(cls, state: Mapping[str, Any], embedder: Embedder | None = None) -> Recall:
         """A response run's recall, from what its search `found`; with `embedder`, its
         passages scored by it."""
-        found = state.get("found") or NOTHING_FOUND
+        found = found_in(state)
         queries, evidence = found["queries"], found["evidence"]
         return cls(
             queries,
