@@ -21,6 +21,7 @@ GRID: dict[str, dict[str, object]] = {
     "defaults": {},
     "vector_weight=0": {"excerpt_vector_weight": 0.0},
     "vector_weight=0.25": {"excerpt_vector_weight": 0.25},
+    "vector_weight=0.5": {"excerpt_vector_weight": 0.5},
     "vector_weight=1": {"excerpt_vector_weight": 1.0},
     "neighbour_weight=0.3": {"excerpt_neighbour_weight": 0.3},
     "neighbour_weight=1": {"excerpt_neighbour_weight": 1.0},
@@ -39,6 +40,9 @@ GRID: dict[str, dict[str, object]] = {
     "passage_chars=300": {"excerpt_passage_chars": 300},
     "passage_chars=1200": {"excerpt_passage_chars": 1200},
     "passages_in_place": {"excerpt_passages_in_place": True},
+    "topic_decay=0.8": {"excerpt_topic_decay": 0.8},
+    "topic_decay=0.6": {"excerpt_topic_decay": 0.6},
+    "topic_decay=0.4": {"excerpt_topic_decay": 0.4},
 }
 
 

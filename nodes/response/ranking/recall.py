@@ -91,6 +91,7 @@ def order_topics(
     weights = ranking.weights()
     weights.pop("lead")
     weights.pop("vector_lead")
+    weights.pop("topic_decay")
     score, _ = message_scores(
         ids,
         recall.text_hits,
