@@ -8,7 +8,6 @@ from core.context import ResponseContext
 from core.deps import Deps
 from nodes.response.hits import Hits
 from nodes.response.ranking.floors import (
-    WORD_HITS,
     best_scores,
     clears_floor,
     floors_of,
@@ -106,17 +105,11 @@ def word_share(deps: Deps, user_id: int, queries: Sequence[str], documents: bool
 
 def archived_words(deps: Deps, user_id: int, words: set[str], documents: bool) -> set[str]:
     """Those of `words` one of the user's archived messages, or (with `documents`) a
-    document one carried, holds (among the first `WORD_HITS` full-text hits of each: the
-    conversation going on is not archived yet). One full-text read a word (two with
-    `documents`) and one read of the hits' topics."""
-    store = deps.store
-    found = {
-        word: [i for i, _ in store.messages.search(user_id, word, WORD_HITS)] for word in words
-    }
+    document one carried, holds (the conversation going on is not archived yet). One
+    statement (two with `documents`): a full-text probe a word, nothing ranked."""
+    ordered = sorted(words)
+    held = deps.store.messages.archived_holding(user_id, ordered)
     if documents:
-        for word in words:
-            passages = [i for i, _ in store.attachments.search(user_id, word, WORD_HITS)]
-            rows = store.attachments.passages_by_ids(user_id, passages) if passages else []
-            found[word] += [row["message_id"] for row in rows]
-    topics = store.messages.topics_of(user_id, sorted({i for ids in found.values() for i in ids}))
-    return {word for word, ids in found.items() if any(topics.get(i) for i in ids)}
+        in_documents = deps.store.attachments.archived_holding(user_id, ordered)
+        held = [a or b for a, b in zip(held, in_documents, strict=True)]
+    return {word for word, holds in zip(ordered, held, strict=True) if holds}

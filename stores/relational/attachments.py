@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.errors import StoreError
-from core.records import AttachmentRow, PassageRow, now_iso
+from core.records import MEMORY_KIND, AttachmentRow, PassageRow, now_iso
 from core.text import valid_text
 from stores.relational.database import Repository
 from stores.relational.rows import holds_message, mark_pending, plain_row
@@ -76,6 +76,15 @@ class AttachmentRepository(Repository):
 
     def passage_ids_of_messages(self, user_id: int, message_ids: Sequence[int]) -> list[int]:
         return [row["id"] for row in self.passages_of_messages(user_id, message_ids)]
+
+    def archived_holding(self, user_id: int, words: Sequence[str]) -> list[bool]:
+        """For each of `words`, whether a passage of a document that one of the user's
+        archived conversation messages carried holds it."""
+        where = (
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id "
+            f"AND m.user_id = r.user_id AND m.kind = '{MEMORY_KIND}' AND m.topic_id IS NOT NULL)"
+        )
+        return self._db.matching_each("passages", user_id, words, where)
 
     def search(self, user_id: int, text: str, limit: int) -> list[tuple[int, float]]:
         """BM25 over the user's passages: (passage id, score), best first."""

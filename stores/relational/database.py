@@ -25,25 +25,12 @@ from typing import Any
 
 from core.errors import StoreError
 from stores.fulltext import user_match_expression, user_words
-from stores.relational.fts5_ranking import rank_plan
+from stores.relational.fts5_ranking import match_probe, rank_plan
 from stores.relational.rows import placeholders, stored_ids
-from stores.relational.schema import MIGRATIONS
+from stores.relational.schema import MIGRATIONS, statements
 
 RANKED_PAGE = 50
 """The fewest rows the full-text index ranks before the table checks them (`fulltext`)."""
-
-
-def statements(script: str) -> Iterator[str]:
-    """The SQL statements of a script, each whole (a trigger's body included)."""
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                yield pending.strip()
-            pending = ""
-    if pending.strip(" \n;"):
-        raise ValueError(f"incomplete SQL statement: {pending.strip()[:80]!r}")
 
 
 @dataclass(frozen=True)
@@ -64,6 +51,7 @@ class Database:
 
     path: str
     engine: str
+    _match_probe: Callable[[str, int, str, str], tuple[str, list[Any]] | None]
 
     def transaction(self) -> AbstractContextManager[Any]:
         """One transaction (a savepoint inside another); yields a connection whose
@@ -93,6 +81,20 @@ class Database:
     def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
         """The engine's `fulltext`."""
         raise NotImplementedError
+
+    def matching_each(
+        self, table: str, user_id: int, texts: Sequence[str], where: str = ""
+    ) -> list[bool]:
+        """For each of `texts`, whether one of the user's rows of `table` that pass `where`
+        (the project's own SQL on the row `r`) matches it as `fulltext` would, unranked:
+        whether memory holds a word, not how well. One statement, an index probe a text.
+        Each engine's `_match_probe` gives a text's query, None without content words."""
+        probes = [self._match_probe(table, user_id, text, where) for text in texts]
+        asked = [probe for probe in probes if probe is not None]
+        sql = "SELECT " + ", ".join(f"EXISTS ({query})" for query, _ in asked)
+        values = [value for _, params in asked for value in params]
+        held = iter(self.rows(sql, values)[0] if asked else ())
+        return [probe is not None and bool(next(held)) for probe in probes]
 
     def lock_user(self, db: Any, user_id: int) -> None:
         """Inside a transaction: hold the user's write lock until it ends (so two
@@ -322,6 +324,8 @@ class SqliteDatabase(Database):
             if len(kept) >= limit or len(ranked) < page:
                 return kept[:limit]
             page *= 4
+
+    _match_probe = staticmethod(match_probe)
 
     def _kept(
         self,

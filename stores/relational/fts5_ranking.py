@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stores.fulltext import COMMON_MATCHES, any_of, user_phrases
+from stores.fulltext import COMMON_MATCHES, any_of, user_match_expression, user_phrases
 
 Read = Callable[[str, Sequence[Any]], list[Any]]
 """Runs a read statement with parameters and returns its rows."""
@@ -78,3 +78,17 @@ def rank_plan(read: Read, index: str, user_id: int, text: str) -> Fts5Ranking | 
     if not common or not rare:
         return Fts5Ranking(index, tuple(phrases))
     return Fts5Ranking(index, rare, common)
+
+
+def match_probe(table: str, user_id: int, text: str, where: str) -> tuple[str, list[Any]] | None:
+    """A query of the user's rows of `table` whose words match `text` (as `fulltext` matches
+    them) and that pass `where`, unranked, with its parameters; None without content words."""
+    expression = user_match_expression(user_id, text)
+    if expression is None:
+        return None
+    index = f"{table}_fts"
+    sql = (
+        f"SELECT 1 FROM {index} JOIN {table} r ON r.id = {index}.rowid "
+        f"WHERE {index} MATCH ? AND r.user_id = ? {where}"
+    )
+    return sql, [expression, user_id]

@@ -352,6 +352,12 @@ class MessageRepository(Repository):
         rows = self._db.rows("SELECT * FROM messages WHERE user_id = ? ORDER BY seq", (user_id,))
         return [message_row(row) for row in rows]
 
+    def archived_holding(self, user_id: int, words: Sequence[str]) -> list[bool]:
+        """For each of `words`, whether one of the user's archived conversation messages
+        holds it (matched as `search` matches it)."""
+        where = f"AND r.kind = '{MEMORY_KIND}' AND r.topic_id IS NOT NULL"
+        return self._db.matching_each("messages", user_id, words, where)
+
     def search(
         self, user_id: int, text: str, limit: int, segment: int | None = None
     ) -> list[tuple[int, float]]:

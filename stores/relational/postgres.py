@@ -226,6 +226,18 @@ class PostgresDatabase(Database):
     def lock_user(self, db: Any, user_id: int) -> None:
         db.execute("SELECT 1 FROM users WHERE user_id = ? FOR UPDATE", (user_id,))
 
+    def _match_probe(
+        self, table: str, user_id: int, text: str, where: str
+    ) -> tuple[str, list[Any]] | None:
+        stems = query_stems(text)
+        if not stems:
+            return None
+        sql = (
+            f"SELECT 1 FROM {table} r "
+            f"WHERE r.user_id = ? AND r.tsv @@ to_tsquery('topica', ?) {where}"
+        )
+        return sql, [user_id, " | ".join(f"{stem}:*" for stem in stems)]
+
     def _ranked(self, query: FullTextQuery) -> list[tuple[int, float]]:
         """BM25 (FTS5's formula and constants) over the user's rows matching any stem as a
         prefix: document frequencies, count and mean length among the user's rows, term

@@ -3,6 +3,9 @@ number of the last one applied."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+
 from stores.relational.tables import (
     KIND_COLUMN,
     SQLITE,
@@ -220,3 +223,16 @@ MIGRATIONS: tuple[str, ...] = (
     # offers`), each kept until the user accepts or dismisses it.
     reminder_offers(SQLITE),
 )
+
+
+def statements(script: str) -> Iterator[str]:
+    """The SQL statements of a script, each whole (a trigger's body included)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending.strip()
+            pending = ""
+    if pending.strip(" \n;"):
+        raise ValueError(f"incomplete SQL statement: {pending.strip()[:80]!r}")

@@ -27,9 +27,10 @@ from tests.support.paths import DEMO_QUESTIONS, DEMO_SESSION, THREE_SITTINGS
 
 pytestmark = pytest.mark.timeout(180)
 
-USER = 1
+USER, OTHER = 1, 2
 NOW = "2026-03-20T10:00:00+00:00"
 EGG = "How do I boil an egg?"
+RECIPE = "Boil the egg for nine minutes."
 
 
 EVERYDAY = {
@@ -97,6 +98,21 @@ async def test_the_word_share_counts_only_what_memory_has_archived(
     assert word_share(deps, USER, [EGG]) == 0.0
     assert word_share(deps, USER, ["Болит правое колено после длительной?"]) == 1.0
     assert word_share(deps, USER, ["How do I?"]) == 1.0  # no content word: words say nothing
+    # Another user's archived words are not this user's.
+    deps.indexer.store_messages(
+        OTHER, [NewMessage(external_id="o", role="user", content=EGG, created_at=NOW)]
+    )
+    await archive_user(deps, OTHER, archive_all=True)
+    assert word_share(deps, USER, [EGG]) == 0.0 < word_share(deps, OTHER, [EGG])
+    # A document counts once the message that carried it is archived, and only then.
+    now = deps.store.messages.by_external_id(USER, "now")
+    assert now is not None
+    deps.store.attachments.add(USER, now["id"], "eggs.txt", "text/plain", RECIPE, [RECIPE])
+    assert word_share(deps, USER, [EGG]) == 0.0
+    archived = deps.store.messages.all_of(USER)[0]
+    deps.store.attachments.add(USER, archived["id"], "eggs.txt", "text/plain", RECIPE, [RECIPE])
+    assert word_share(deps, USER, [EGG]) == 1.0
+    assert word_share(deps, USER, [EGG], documents=False) == 0.0
 
 
 @pytest.mark.parametrize("user_id", [1, 2])

@@ -63,8 +63,6 @@ WORD_SHARE_QUANTILE = 0.0
 """The share of answerable questions the word-share floor may turn away on the data it
 is calibrated on: none, its floor is their lowest share. Words are a coarse signal in a
 bilingual memory: a question asked in the other language than its memory shares few."""
-WORD_HITS = 20
-"""Full-text hits read per word for `word_share`: enough to find an archived one."""
 
 
 @dataclass(frozen=True)
