@@ -313,19 +313,3 @@ def test_a_vector_lead_puts_the_best_vector_hits_beside_the_full_text_lead_at_th
     assert order(vector_lead=1, answers={4})[:2] == [1, 5]
     assert order(vector_lead=1, unnamed={4})[:2] == [1, 5]
     assert order(vector_lead=1, answers={4})[-1] == 4
-
-
-def test_topic_decay_brings_the_next_topics_best_messages_forward() -> None:
-    # k=1, no lead. Priors: topic 10 1/2 for 1, 2, 3; topic 20 1/3 for 4, 5. Hit 2 at rank
-    # 1 votes 1/2 and lends 1 and 3 0.35; hit 4 at rank 2 votes 1/3 and lends 5 0.233.
-    # Scores: 1: 0.85, 2: 1.0, 3: 0.85, 4: 0.667, 5: 0.567.
-    topics = [(10, [1, 2, 3]), (20, [4, 5])]
-    rank = partial(adjacent, topics, [[2, 4]], k=1, lead=0, vector_lead=0)
-    assert [m for _, m in rank(topic_decay=1.0)] == [2, 1, 3, 4, 5]
-    # 0.6 per message of the same topic before it: 1: 0.85 * 0.6 = 0.51, 3: 0.85 * 0.36
-    # = 0.306, 5: 0.567 * 0.6 = 0.34; 4 (its topic's first) keeps 0.667.
-    assert [m for _, m in rank(topic_decay=0.6)] == [2, 4, 1, 5, 3]
-    # 0: each topic's best first, then the rest in score order; a topic's own order stays.
-    assert [m for _, m in rank(topic_decay=0.0)] == [2, 4, 1, 3, 5]
-    # Long answers still come after every other message, spread among themselves.
-    assert [m for _, m in rank(topic_decay=0.6, answers={4})] == [2, 1, 5, 3, 4]
