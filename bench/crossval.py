@@ -40,9 +40,6 @@ GRID: dict[str, dict[str, object]] = {
     "passage_chars=300": {"excerpt_passage_chars": 300},
     "passage_chars=1200": {"excerpt_passage_chars": 1200},
     "passages_in_place": {"excerpt_passages_in_place": True},
-    "topic_decay=0.8": {"excerpt_topic_decay": 0.8},
-    "topic_decay=0.6": {"excerpt_topic_decay": 0.6},
-    "topic_decay=0.4": {"excerpt_topic_decay": 0.4},
 }
 
 

@@ -65,9 +65,6 @@ class Tuning:
     """That share; a message `d` places away gets the share to the power `d`."""
     excerpt_neighbour_reach: int
     """How many places from a hit the share goes."""
-    excerpt_topic_decay: float
-    """Past the lead, each message's score is multiplied by this once for every message of
-    its topic ranked before it, so the next topics' best messages come sooner (1: off)."""
     excerpt_long_answer_chars: int
     """An assistant's message longer than this comes after every other recalled one; a
     message of any role longer than this is shown by passages (`excerpt_passage_chars`)."""

@@ -43,7 +43,7 @@ def size_label(size_chars: int) -> str:
 
 
 def topic_date(topic: TopicRow) -> str:
-    return parse_timestamp(topic["first_message_at"]).strftime("%Y-%m-%d")
+    return parse_timestamp(topic["first_message_at"]).date().isoformat()
 
 
 def topic_header(topic: TopicRow) -> str:

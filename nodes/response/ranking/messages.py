@@ -36,15 +36,14 @@ def rank_topic_messages(
     first `lead` are the topics' best full-text hits (by rank, then list order); the rest
     go by fused score (`message_scores`), ties by topic rank, then conversation order;
     the first `vector_lead` vector hits lead beside them, each at its rank (a full-text
-    hit first on a tie). Past the lead, `topic_decay` spreads the order across topics
-    (`spread`). A hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
+    hit first on a tie). A
+    hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
     never leads; nor does a dated message. `answers` (the assistant's
     long answers, `long_answers`) never lead and come after every other message, in the
     same order among themselves.
     """
     lead = scoring.pop("lead", packaged_tuning().excerpt_lead_hits)
     vector_lead = scoring.pop("vector_lead", packaged_tuning().excerpt_vector_lead_hits)
-    decay = scoring.pop("topic_decay", packaged_tuning().excerpt_topic_decay)
     score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
 
     def best(lists: Sequence[Sequence[int]], count: int) -> list[tuple[int, int]]:
@@ -61,32 +60,12 @@ def rank_topic_messages(
     led = best(hit_lists, lead)
     led += best(scoring.get("vector_lists", ()), vector_lead)
     leading = list(dict.fromkeys(message_id for _, message_id in sorted(led, key=lambda x: x[0])))
-    rest = spread(set(place) - set(leading), score, place, decay)
-    rest.sort(key=lambda message_id: message_id in answers)  # stable: long answers last
+    rest = sorted(
+        set(place) - set(leading),
+        key=lambda message_id: (message_id in answers, -score[message_id], place[message_id]),
+    )
     ranked = leading + rest
     return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
-
-
-def spread(
-    ids: Iterable[int],
-    score: Mapping[int, float],
-    place: Mapping[int, tuple[int, int]],
-    decay: float,
-) -> list[int]:
-    """`ids` by fused score, ties by topic rank, then conversation order; each score
-    multiplied by `decay` once for every message of its topic before it, so that evidence
-    spread over several topics is not crowded out by one topic's neighbours (1: plain
-    score order). A topic's own order never changes."""
-    ordered = sorted(ids, key=lambda message_id: (-score[message_id], place[message_id]))
-    if decay >= 1.0:
-        return ordered
-    seen: dict[int, int] = defaultdict(int)
-    damped: dict[int, float] = {}
-    for message_id in ordered:
-        topic_index = place[message_id][0]
-        damped[message_id] = score[message_id] * decay ** seen[topic_index]
-        seen[topic_index] += 1
-    return sorted(ordered, key=lambda message_id: -damped[message_id])  # stable
 
 
 def message_scores(

@@ -91,7 +91,6 @@ def order_topics(
     weights = ranking.weights()
     weights.pop("lead")
     weights.pop("vector_lead")
-    weights.pop("topic_decay")
     score, _ = message_scores(
         ids,
         recall.text_hits,

@@ -35,5 +35,4 @@ class Ranking:
             "neighbour_hits": tuning.excerpt_neighbour_hits,
             "neighbour_weight": tuning.excerpt_neighbour_weight,
             "neighbour_reach": tuning.excerpt_neighbour_reach,
-            "topic_decay": tuning.excerpt_topic_decay,
         }
