@@ -82,13 +82,15 @@ def rank_plan(read: Read, index: str, user_id: int, text: str) -> Fts5Ranking | 
 
 def match_probe(table: str, user_id: int, text: str, where: str) -> tuple[str, list[Any]] | None:
     """A query of the user's rows of `table` whose words match `text` (as `fulltext` matches
-    them) and that pass `where`, unranked, with its parameters; None without content words."""
+    them) and that pass `where`, unranked, with its parameters; None without content words.
+    The index is read first (`CROSS JOIN` keeps that order): led by the table's own index
+    of the user's rows, SQLite would look the text up once for each of them."""
     expression = user_match_expression(user_id, text)
     if expression is None:
         return None
     index = f"{table}_fts"
     sql = (
-        f"SELECT 1 FROM {index} JOIN {table} r ON r.id = {index}.rowid "
+        f"SELECT 1 FROM {index} CROSS JOIN {table} r ON r.id = {index}.rowid "
         f"WHERE {index} MATCH ? AND r.user_id = ? {where}"
     )
     return sql, [expression, user_id]
