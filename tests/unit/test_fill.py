@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.records import MessageRow
 from nodes.response.ranking.fill import BLOCK_CHARS, fill_budget, fill_budgets
-from nodes.response.ranking.recall import Recall, by_cost, rank_items
+from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 
 
@@ -68,23 +68,3 @@ def test_each_budget_fills_as_one_fill_does_and_the_whole_fits_exactly_its_charg
             "[Assistant (2026-03-02 09:04)]: Enjoy!",
         )
     )
-
-
-def test_by_cost_takes_a_short_message_before_longer_ones_above_it() -> None:
-    rows = {
-        1: row(1, "user", "a" * 400),
-        2: row(2, "user", "b" * 400),
-        3: row(3, "user", "c" * 25),
-        4: row(4, "assistant", "d" * 3000),
-    }
-    passages = {4: ["d" * 100, "d" * 2900]}
-    items = [(7, 1, None), (7, 2, None), (7, 3, None), (7, 4, 0), (7, 4, 1)]
-    assert by_cost(items, rows, passages, 0.0) == items
-    # place × length ** 0.5: 1 × 20 = 20, 2 × 20 = 40, 3 × 5 = 15, 4 × 10 = 40, 5 × 53.9.
-    assert by_cost(items, rows, passages, 0.5) == [
-        (7, 3, None),
-        (7, 1, None),
-        (7, 2, None),
-        (7, 4, 0),
-        (7, 4, 1),
-    ]
