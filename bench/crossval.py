@@ -40,9 +40,6 @@ GRID: dict[str, dict[str, object]] = {
     "passage_chars=300": {"excerpt_passage_chars": 300},
     "passage_chars=1200": {"excerpt_passage_chars": 1200},
     "passages_in_place": {"excerpt_passages_in_place": True},
-    "cost_exponent=0.25": {"excerpt_cost_exponent": 0.25},
-    "cost_exponent=0.5": {"excerpt_cost_exponent": 0.5},
-    "cost_exponent=1": {"excerpt_cost_exponent": 1.0},
 }
 
 

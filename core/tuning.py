@@ -74,9 +74,6 @@ class Tuning:
     excerpt_passages_in_place: bool
     """A long answer's best passage keeps its message's rank (off: after every other
     recalled message, as the whole answer would be)."""
-    excerpt_cost_exponent: float
-    """The ranked messages (or passages) are taken in the order of their place times their
-    length to this power: a short message further down comes before a long one (0: off)."""
     excerpt_named_speakers: bool
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""

@@ -144,25 +144,5 @@ def rank_items(
     )
     ranked = rank_members(members, recall, ranking, cut=frozenset(passages))
     if not passages or scores is None:
-        items: list[Item] = [(topic_id, message_id, None) for topic_id, message_id in ranked]
-        return by_cost(items, rows, {}, tuning.excerpt_cost_exponent), {}
-    items = passage_order(ranked, passages, scores)
-    return by_cost(items, rows, passages, tuning.excerpt_cost_exponent), passages
-
-
-def by_cost(
-    items: list[Item],
-    rows: Mapping[int, MessageRow],
-    passages: Mapping[int, Sequence[str]],
-    exponent: float,
-) -> list[Item]:
-    """`items` in the order of (place + 1) × length ** `exponent` (0: as they are)."""
-    if not exponent:
-        return items
-
-    def key(place: int) -> float:
-        _, message_id, part = items[place]
-        text = rows[message_id]["content"] if part is None else passages[message_id][part]
-        return (place + 1) * max(len(text), 1) ** exponent
-
-    return [items[place] for place in sorted(range(len(items)), key=key)]
+        return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
+    return passage_order(ranked, passages, scores), passages
