@@ -86,15 +86,19 @@ class Database:
         self, table: str, user_id: int, texts: Sequence[str], where: str = ""
     ) -> list[bool]:
         """For each of `texts`, whether one of the user's rows of `table` that pass `where`
-        (the project's own SQL on the row `r`) matches it as `fulltext` would, unranked:
-        whether memory holds a word, not how well. One statement, an index probe a text.
-        Each engine's `_match_probe` gives a text's query, None without content words."""
+        (SQL on the row `r`) matches it as `fulltext` would, unranked: one statement, an
+        index probe (the engine's `_match_probe`) a text with content words."""
         probes = [self._match_probe(table, user_id, text, where) for text in texts]
-        asked = [probe for probe in probes if probe is not None]
-        sql = "SELECT " + ", ".join(f"EXISTS ({query})" for query, _ in asked)
-        values = [value for _, params in asked for value in params]
-        held = iter(self.rows(sql, values)[0] if asked else ())
-        return [probe is not None and bool(next(held)) for probe in probes]
+        held = iter(self.exists_each([probe for probe in probes if probe is not None]))
+        return [probe is not None and next(held) for probe in probes]
+
+    def exists_each(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[bool]:
+        """For each (query, its parameters), whether it returns a row: one statement (no
+        row for a parameter past 64 bits, `_fetch`: then none does)."""
+        sql = "SELECT " + ", ".join(f"EXISTS ({query})" for query, _ in queries)
+        values = [value for _, params in queries for value in params]
+        rows = self.rows(sql, values) if queries else []
+        return [bool(held) for held in rows[0]] if rows else [False] * len(queries)
 
     def lock_user(self, db: Any, user_id: int) -> None:
         """Inside a transaction: hold the user's write lock until it ends (so two
@@ -144,11 +148,9 @@ class Database:
         """Those of `tables` that hold at least one of the user's rows, in one statement
         (each an index probe: every table named here is indexed by `user_id` first)."""
         tables = list(dict.fromkeys(tables))
-        if not tables:
-            return set()
-        probes = ", ".join(f"EXISTS (SELECT 1 FROM {table} WHERE user_id = ?)" for table in tables)
-        rows = self.rows(f"SELECT {probes}", [user_id] * len(tables))  # none: no such user id
-        return {table for row in rows for table, held in zip(tables, row, strict=True) if held}
+        probes = [(f"SELECT 1 FROM {table} WHERE user_id = ?", [user_id]) for table in tables]
+        held = self.exists_each(probes)
+        return {table for table, holds in zip(tables, held, strict=True) if holds}
 
     def claim_each(
         self, candidates: Sequence[Any], statement: str, params: Callable[[Any], Sequence[Any]]
