@@ -23,7 +23,7 @@ from nodes.response.ranking.passages import (
     passage_order,
     passage_scores,
 )
-from nodes.response.ranking.speakers import unnamed_authors
+from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors
 from nodes.response.ranking.weights import Ranking
 
 
@@ -112,10 +112,13 @@ def rank_members(
     """(topic id, message id) of every message of `members` (topics, best first, with
     their messages in conversation order), most relevant first (`rank_topic_messages`).
     A long answer among `cut` (shown by passages) keeps its rank when
-    `excerpt_passages_in_place` says so."""
+    `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
+    what the assistant said (`asks_for_answers`)."""
     rows = [m for _, messages in members for m in messages]
     answers = long_answers(rows, ranking.tuning)
-    if ranking.tuning.excerpt_passages_in_place:
+    if asks_for_answers(recall.queries):
+        answers = frozenset()
+    elif ranking.tuning.excerpt_passages_in_place:
         answers = answers - frozenset(cut)
     return rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],

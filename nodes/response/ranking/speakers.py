@@ -20,13 +20,35 @@ matches words (`stores.fulltext.query_stems`: "Каролины" names "Каро
 names "Melanie"). Only a capitalised word names anyone: a user called Max asking about
 "the max dose" names nobody. Messages with no author (a user with no name) are never
 told apart.
+
+The assistant is a speaker too. Its long answers come after every other message
+(`nodes.response.ranking.messages.long_answers`): the user's own words hold what the user
+said, did and decided. A question about what the assistant said ("What did you recommend
+for the rate limit?", "Что ты советовал про сон?") asks for exactly those answers, so for
+it they keep their rank (`asks_for_answers`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from stores.fulltext import query_stems
+
+ANSWERS_ASKED = re.compile(
+    r"\bdid you (recommend|suggest|advise|propose|say|tell|explain|mention)\b"
+    r"|\byou (recommended|suggested|advised|proposed|said|told|explained|mentioned)\b"
+    r"|\b(ты|вы)\s+(мне\s+|нам\s+)?(советовал|рекомендовал|предлагал|говорил|сказал|объяснял|упоминал)",
+    re.IGNORECASE,
+)
+"""A question about what the assistant said, in the past: "did you recommend", "you
+suggested", "ты советовал(а)", "вы говорили". A request ("What would you suggest?") is not
+one: it asks for new advice, which the user's own words shape."""
+
+
+def asks_for_answers(queries: Sequence[str]) -> bool:
+    """Whether a query asks what the assistant said (`ANSWERS_ASKED`)."""
+    return any(ANSWERS_ASKED.search(query) for query in queries)
 
 
 def name_stems(text: str) -> set[str]:
