@@ -68,3 +68,30 @@ def test_each_budget_fills_as_one_fill_does_and_the_whole_fits_exactly_its_charg
             "[Assistant (2026-03-02 09:04)]: Enjoy!",
         )
     )
+
+
+def test_a_question_about_what_the_assistant_said_ranks_its_long_answers_by_their_score() -> None:
+    # The long answer (2) neighbours the only hit (1); the other topic's messages have only
+    # their topic's rank. Asked about the user's own words, the answer's passages come
+    # after every other message; asked what the assistant recommended, its most relevant
+    # passage takes its place by its score, before the other topic, in English and Russian.
+    members = [
+        (1, [row(1, "user", "Which tram goes to the tower?"), row(2, "assistant", ANSWER)]),
+        (2, [row(3, "user", "I bought the tickets."), row(4, "user", "Sunday works.")]),
+    ]
+
+    def order(question: str) -> list[tuple[int, str | None]]:
+        recall = Recall(queries=[question], text_hits=[[1]], scores=RECALL.scores)
+        items, passages = rank_items(members, recall, Ranking())
+        return [(m, None if i is None else passages[m][i]) for _, m, i in items]
+
+    mine = order("What did I say about the tram to the tower?")
+    assert [m for m, _ in mine[:3]] == [1, 3, 4]
+    assert {m for m, _ in mine[3:]} == {2}
+    for asked in (
+        "What did you recommend about the tram to the tower?",
+        "Что ты мне советовал про трамвай до башни?",
+    ):
+        theirs = order(asked)
+        assert [m for m, _ in theirs[:4]] == [1, 2, 3, 4], asked
+        assert "The tower opens at ten" in (theirs[1][1] or ""), asked

@@ -4,7 +4,12 @@ tests/integration/test_search_speakers.py."""
 
 from __future__ import annotations
 
-from nodes.response.ranking.speakers import named_speakers, unnamed_authors, without_names
+from nodes.response.ranking.speakers import (
+    asks_for_answers,
+    named_speakers,
+    unnamed_authors,
+    without_names,
+)
 
 
 def test_the_speakers_a_question_names() -> None:
@@ -47,3 +52,23 @@ def test_a_query_without_the_names_it_gives() -> None:
     assert without_names("What did Max say about the max dose?", ["Max"]) == (
         "What did say about the max dose?"
     )
+
+
+def test_a_question_about_what_the_assistant_said() -> None:
+    for asked in (
+        "What did you recommend for the rate limit?",
+        "How did you suggest I structure the first sprint?",
+        "You mentioned a library for retries: which one?",
+        "Что ты мне советовал про сон?",
+        "Что вы говорили о бюджете?",
+    ):
+        assert asks_for_answers([asked]), asked
+    for own in (
+        "What would you suggest for the rate limit?",  # a request for new advice
+        "What did I mention about sprints?",
+        "Ты помнишь, что я говорил про сон?",  # the user's words
+        "Что ты посоветуешь?",
+    ):
+        assert not asks_for_answers([own]), own
+    assert asks_for_answers(["the rate limit", "what did you recommend"])  # either query
+    assert not asks_for_answers([])
