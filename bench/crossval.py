@@ -35,6 +35,7 @@ GRID: dict[str, dict[str, object]] = {
     "vector_lead=2": {"excerpt_vector_lead_hits": 2},
     "vector_lead=3": {"excerpt_vector_lead_hits": 3},
     "named_speakers=off": {"excerpt_named_speakers": False},
+    "rules=off": {"excerpt_rule_hits": 0},
     "long_answers=off": {"excerpt_long_answer_chars": 10**9},
     "passages=off": {"excerpt_passage_chars": 0},
     "passage_chars=300": {"excerpt_passage_chars": 300},

@@ -57,6 +57,10 @@ class Tuning:
     """The best full-text hits that lead whatever their fused score."""
     excerpt_vector_lead_hits: int
     """The best message-vector hits that lead beside them, each at its rank."""
+    excerpt_rule_hits: int
+    """The user's standing instructions ("Always …", "Всегда …") among the turn's message
+    hits that lead before every other message (`nodes.response.ranking.messages.standing_rules`);
+    0: none."""
     excerpt_vector_weight: float
     """A vector hit's vote as a share of a full-text hit's at the same rank."""
     excerpt_neighbour_hits: int

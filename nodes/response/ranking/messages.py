@@ -9,6 +9,7 @@ rows and weights: the callers read the stores.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ def rank_topic_messages(
     *,
     unnamed: Collection[int] = frozenset(),
     answers: Collection[int] = frozenset(),
+    rules: Collection[int] = frozenset(),
     **scoring: Any,
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
@@ -40,10 +42,12 @@ def rank_topic_messages(
     hit among `unnamed` (`unnamed_authors`) only lends its neighbours their share, and
     never leads; nor does a dated message. `answers` (the assistant's
     long answers, `long_answers`) never lead and come after every other message, in the
-    same order among themselves.
+    same order among themselves. The first `rule_lead` of `rules` (the user's standing
+    instructions, `standing_rules`), in that order, come before everything.
     """
     lead = scoring.pop("lead", packaged_tuning().excerpt_lead_hits)
     vector_lead = scoring.pop("vector_lead", packaged_tuning().excerpt_vector_lead_hits)
+    rule_lead = scoring.pop("rule_lead", packaged_tuning().excerpt_rule_hits)
     score, place = message_scores(topics, hit_lists, k, unnamed=unnamed, **scoring)
 
     def best(lists: Sequence[Sequence[int]], count: int) -> list[tuple[int, int]]:
@@ -65,6 +69,8 @@ def rank_topic_messages(
         key=lambda message_id: (message_id in answers, -score[message_id], place[message_id]),
     )
     ranked = leading + rest
+    ruling = [message_id for message_id in ranked if message_id in rules][:rule_lead]
+    ranked = ruling + [message_id for message_id in ranked if message_id not in ruling]
     return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
 
 
@@ -172,6 +178,28 @@ def long_answers(rows: Iterable[MessageRow], tuning: Tuning | None = None) -> fr
     limit = (tuning or packaged_tuning()).excerpt_long_answer_chars
     return frozenset(
         row["id"] for row in rows if row["role"] == "assistant" and len(row["content"]) > limit
+    )
+
+
+STANDING_RULE = re.compile(
+    r"^\s*(please\s+)?(always|never|from now on|don'?t ever)\b"
+    r"|^\s*(пожалуйста,?\s+)?(всегда|никогда|впредь|отныне)\b",
+    re.IGNORECASE,
+)
+"""A message that opens with a standing instruction: "Always format dates as …", "Never
+…", "From now on …", "Всегда отвечай …", "Впредь …"."""
+
+
+def standing_rules(rows: Iterable[MessageRow], near: Collection[int]) -> frozenset[int]:
+    """The user's standing instructions among `rows` (`STANDING_RULE`) that are among
+    `near` (the turn's message hits). An instruction holds for every later turn on its
+    subject, and its words are seldom the question's ("Always give status codes when I ask
+    about API errors" for "What goes wrong with a REST call?"): so one the turn's hits
+    reach leads, where its fused score would leave it behind the subject's long messages."""
+    return frozenset(
+        row["id"]
+        for row in rows
+        if row["id"] in near and row["role"] == "user" and STANDING_RULE.search(row["content"])
     )
 
 

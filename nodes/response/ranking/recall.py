@@ -15,6 +15,7 @@ from nodes.response.ranking.messages import (
     message_scores,
     rank_topic_messages,
     replies_after,
+    standing_rules,
 )
 from nodes.response.ranking.passages import (
     Item,
@@ -91,6 +92,7 @@ def order_topics(
     weights = ranking.weights()
     weights.pop("lead")
     weights.pop("vector_lead")
+    weights.pop("rule_lead")
     score, _ = message_scores(
         ids,
         recall.text_hits,
@@ -113,8 +115,11 @@ def rank_members(
     their messages in conversation order), most relevant first (`rank_topic_messages`).
     A long answer among `cut` (shown by passages) keeps its rank when
     `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
-    what the assistant said (`asks_for_answers`)."""
+    what the assistant said (`asks_for_answers`). The user's standing instructions among
+    the first `message_hits_count` of each hit list lead (`standing_rules`)."""
     rows = [m for _, messages in members for m in messages]
+    depth = ranking.tuning.message_hits_count
+    near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
     answers = long_answers(rows, ranking.tuning)
     if asks_for_answers(recall.queries):
         answers = frozenset()
@@ -129,6 +134,7 @@ def rank_members(
         **speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows]),
         **ranking.weights(),
         answers=answers,
+        rules=standing_rules(rows, near),
     )
 
 

@@ -31,6 +31,7 @@ class Ranking:
         return {
             "lead": tuning.excerpt_lead_hits,
             "vector_lead": tuning.excerpt_vector_lead_hits,
+            "rule_lead": tuning.excerpt_rule_hits,
             "vector_weight": tuning.excerpt_vector_weight,
             "neighbour_hits": tuning.excerpt_neighbour_hits,
             "neighbour_weight": tuning.excerpt_neighbour_weight,
