@@ -15,6 +15,7 @@ from nodes.response.ranking.messages import (
     message_scores,
     rank_topic_messages,
     replies_after,
+    standing_rules,
 )
 from nodes.response.ranking.recall import speaker_rules
 from nodes.response.ranking.weights import Ranking
@@ -313,3 +314,45 @@ def test_a_vector_lead_puts_the_best_vector_hits_beside_the_full_text_lead_at_th
     assert order(vector_lead=1, answers={4})[:2] == [1, 5]
     assert order(vector_lead=1, unnamed={4})[:2] == [1, 5]
     assert order(vector_lead=1, answers={4})[-1] == 4
+
+
+def said(message_id: int, role: str, content: str) -> dict:
+    return {"id": message_id, "role": role, "content": content}
+
+
+def test_a_standing_instruction_is_the_users_and_opens_with_always_never_or_from_now_on() -> None:
+    rows = [
+        said(1, "user", "Always include status codes when I ask about API errors."),
+        said(2, "user", "  Please always answer in bullet points."),
+        said(3, "user", "Never book flights before 9 am for me."),
+        said(4, "user", "From now on, dates as Month Day, Year."),
+        said(5, "user", "Всегда пиши даты полностью, когда я спрашиваю о сроках."),
+        said(6, "user", "Впредь отвечай короче."),
+        said(7, "user", "I always forget my keys."),  # a habit told, not an instruction
+        said(8, "assistant", "Always check the status code first."),  # not the user's
+        said(9, "user", "Alwaysbetter is the shop's name."),
+        said(10, "user", "Я никогда не был в Лиссабоне, а ты?"),
+    ]
+    everything = {row["id"] for row in rows}
+    assert standing_rules(rows, everything) == {1, 2, 3, 4, 5, 6}
+    # Only those among the turn's hits.
+    assert standing_rules(rows, {1, 5, 7, 8}) == {1, 5}
+    assert standing_rules(rows, set()) == frozenset()
+
+
+def test_standing_instructions_the_hits_reach_lead_before_everything_at_most_rule_lead() -> None:
+    # k=1, one topic; 2 is the best full-text hit and leads, then its neighbours.
+    topics = [(10, [1, 2, 3, 4, 5, 6])]
+    plain = adjacent(topics, [[2]], k=1, rule_lead=3)
+    assert plain[:3] == [(10, 2), (10, 1), (10, 3)]
+    # The instructions lead before the full-text lead, in the order they ranked.
+    ruled = adjacent(topics, [[2]], k=1, rules={5, 1}, rule_lead=3)
+    assert ruled[:3] == [(10, 1), (10, 5), (10, 2)]
+    # At most `rule_lead` of them; none with 0.
+    assert adjacent(topics, [[2]], k=1, rules={5, 1, 6}, rule_lead=2)[:3] == [
+        (10, 1),
+        (10, 5),
+        (10, 2),
+    ]
+    assert adjacent(topics, [[2]], k=1, rules={5, 1}, rule_lead=0) == plain
+    assert Ranking().weights()["rule_lead"] == PROFILE.excerpt_rule_hits

@@ -3,6 +3,8 @@ response graph's context (its excerpts) and the benchmark (the messages it shows
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.records import MessageRow
 from nodes.response.ranking.fill import BLOCK_CHARS, fill_budget, fill_budgets
 from nodes.response.ranking.recall import Recall, rank_items
@@ -95,3 +97,34 @@ def test_a_question_about_what_the_assistant_said_ranks_its_long_answers_by_thei
         theirs = order(asked)
         assert [m for m, _ in theirs[:4]] == [1, 2, 3, 4], asked
         assert "The tower opens at ten" in (theirs[1][1] or ""), asked
+
+
+def test_a_standing_instruction_the_turns_hits_reach_leads_the_fill() -> None:
+    # 5 is an instruction about the subject that shares no word with the question; the
+    # vector search finds it. Within the first `message_hits_count` vector hits it leads;
+    # deeper, or with the rule off, it waits behind the full-text hit and its neighbours.
+    rule = "Always give me the opening hours as a table."
+    members = [
+        (1, [row(1, "user", "When does the tower open?"), row(2, "assistant", "At ten.")]),
+        (
+            2,
+            [
+                row(3, "user", "Tickets are bought."),
+                row(4, "user", "Sunday."),
+                row(5, "user", rule),
+            ],
+        ),
+    ]
+    depth = Ranking().tuning.message_hits_count
+
+    def order(vector_hits: list[int], ranking: Ranking | None = None) -> list[int]:
+        recall = Recall(
+            queries=["When can I visit the tower?"], text_hits=[[1]], vector_hits=[vector_hits]
+        )
+        items, _ = rank_items(members, recall, ranking or Ranking())
+        return [message_id for _, message_id, _ in items]
+
+    assert order([3, 5])[:2] == [5, 1]
+    assert order([*range(100, 100 + depth), 5])[0] == 1
+    off = Ranking(replace(Ranking().tuning, excerpt_rule_hits=0))
+    assert order([3, 5], off)[0] == 1
