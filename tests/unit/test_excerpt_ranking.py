@@ -332,6 +332,7 @@ def test_a_standing_instruction_is_the_users_and_opens_with_always_never_or_from
         said(8, "assistant", "Always check the status code first."),  # not the user's
         said(9, "user", "Alwaysbetter is the shop's name."),
         said(10, "user", "Я никогда не был в Лиссабоне, а ты?"),
+        said(11, "user", "Never mind, let's plan the trip instead."),
     ]
     everything = {row["id"] for row in rows}
     assert standing_rules(rows, everything) == {1, 2, 3, 4, 5, 6}

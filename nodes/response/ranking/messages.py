@@ -182,12 +182,12 @@ def long_answers(rows: Iterable[MessageRow], tuning: Tuning | None = None) -> fr
 
 
 STANDING_RULE = re.compile(
-    r"^\s*(please\s+)?(always|never|from now on|don'?t ever)\b"
+    r"^\s*(please\s+)?(always|never(?!\s+mind)|from now on|don'?t ever)\b"
     r"|^\s*(пожалуйста,?\s+)?(всегда|никогда|впредь|отныне)\b",
     re.IGNORECASE,
 )
 """A message that opens with a standing instruction: "Always format dates as …", "Never
-…", "From now on …", "Всегда отвечай …", "Впредь …"."""
+…" (not "Never mind"), "From now on …", "Всегда отвечай …", "Впредь …"."""
 
 
 def standing_rules(rows: Iterable[MessageRow], near: Collection[int]) -> frozenset[int]:
