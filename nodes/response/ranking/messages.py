@@ -181,13 +181,23 @@ def long_answers(rows: Iterable[MessageRow], tuning: Tuning | None = None) -> fr
     )
 
 
+_PAST_EN = (
+    r"(?:been|had|was|were|did|done|knew|known|heard|seen|saw|got|gotten|felt|went|gone|made"
+    r"|found|told|said|came|ate|took|taken|thought|bought|brought|taught|caught"
+    r"|\w+(?:ied|ted|ved|ked|sed|ned|red|ped))\b"
+)
+_PAST_RU = r"(?:не\s+)?\w*(?:л|ла|ло|ли)\b"
 STANDING_RULE = re.compile(
     r"^\s*(please\s+)?(always|never(?!\s+mind)|from now on|don'?t ever)\b"
-    r"|^\s*(пожалуйста,?\s+)?(всегда|никогда|впредь|отныне)\b",
+    rf"(?![ \t,]+{_PAST_EN})"
+    r"|^\s*(пожалуйста,?\s+)?(всегда|никогда|впредь|отныне)\b"
+    rf"(?![ \t,]+{_PAST_RU})",
     re.IGNORECASE,
 )
 """A message that opens with a standing instruction: "Always format dates as …", "Never
-…" (not "Never mind"), "From now on …", "Всегда отвечай …", "Впредь …"."""
+…" (not "Never mind"), "From now on …", "Всегда отвечай …", "Впредь …". An opener followed
+by a verb in the past tells what was, not what to do ("Never been to Paris …", "Always
+wanted …", "Никогда не был …", "Всегда ли …?"): no instruction."""
 
 
 def standing_rules(rows: Iterable[MessageRow], near: Collection[int]) -> frozenset[int]:
