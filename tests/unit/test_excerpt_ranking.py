@@ -333,22 +333,31 @@ def test_a_standing_instruction_is_the_users_and_opens_with_always_never_or_from
         said(9, "user", "Alwaysbetter is the shop's name."),
         said(10, "user", "Я никогда не был в Лиссабоне, а ты?"),
         said(11, "user", "Never mind, let's plan the trip instead."),
-        # An opener followed by the past tells what was, not what to do.
-        said(12, "user", "Never been to Porto, what should I see there?"),
-        said(13, "user", "Always wanted to learn the piano."),
-        said(14, "user", "Never thought about it, to be honest."),
-        said(15, "user", "Никогда не слышал о таком фестивале."),
-        said(16, "user", "Всегда хотела побывать в Японии."),
-        said(17, "user", "Всегда ли нужно бронировать заранее?"),
-        said(18, "user", "Always highlight the numbers that changed."),
-        said(19, "user", "Never, ever share my address."),
-        said(20, "user", "Никогда не пиши мне капсом."),
     ]
     everything = {row["id"] for row in rows}
-    assert standing_rules(rows, everything) == {1, 2, 3, 4, 5, 6, 18, 19, 20}
+    assert standing_rules(rows, everything) == {1, 2, 3, 4, 5, 6}
     # Only those among the turn's hits.
     assert standing_rules(rows, {1, 5, 7, 8}) == {1, 5}
     assert standing_rules(rows, set()) == frozenset()
+
+
+def test_an_opener_followed_by_the_past_tells_what_was_not_what_to_do() -> None:
+    statements = [
+        "Never been to Porto, what should I see there?",
+        "Always wanted to learn the piano.",
+        "Never thought about it, to be honest.",
+        "Никогда не слышал о таком фестивале.",
+        "Всегда хотела побывать в Японии.",
+        "Всегда ли нужно бронировать заранее?",
+    ]
+    instructions = [
+        "Always highlight the numbers that changed.",  # "-ght", not a past form
+        "Never, ever share my address.",
+        "Никогда не пиши мне капсом.",
+    ]
+    rows = [said(i, "user", text) for i, text in enumerate([*statements, *instructions])]
+    found = standing_rules(rows, {row["id"] for row in rows})
+    assert found == set(range(len(statements), len(rows)))
 
 
 def test_standing_instructions_the_hits_reach_lead_before_everything_at_most_rule_lead() -> None:
