@@ -61,7 +61,12 @@ def drive(url: str, seeded: Seeded) -> None:
         driver.save_screenshot(str(SHOTS / f"{name}.png"))
 
     def tab(name: str, selector: str) -> None:
+        # The view before the tap may hold the selector too (a topic's page shows its
+        # facts): wait until the tab's render has replaced it.
+        before = driver.find_elements(By.CSS_SELECTOR, "#view > *")
         driver.find_element(By.ID, f"tab-{name}").click()
+        if before:
+            wait.until(ec.staleness_of(before[0]))
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, selector)))
 
     try:
