@@ -95,8 +95,8 @@ def message_scores(
     when the question says) votes as a full-text list does. A hit's share goes to the
     messages beside it in its topic, and to its replies in a later topic (`replies`:
     message id to (reply id, places after it), `replies_after`). `weights` override the
-    packaged profile's (`Ranking.weights`: vector_weight, neighbour_hits, _weight, _reach)."""
-    chosen = {**Ranking().weights(), **weights}
+    packaged profile's (`Ranking.score_weights`: vector_weight, neighbour_hits, _weight, _reach)."""
+    chosen = {**Ranking().score_weights(), **weights}
     vector_weight, neighbour_weight = chosen["vector_weight"], chosen["neighbour_weight"]
     neighbour_hits, neighbour_reach = int(chosen["neighbour_hits"]), int(chosen["neighbour_reach"])
     score: dict[int, float] = defaultdict(float)

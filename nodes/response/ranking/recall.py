@@ -89,10 +89,6 @@ def order_topics(
     none and comes last). No hit leads: leading is a rule for filling a budget."""
     ids = [(topic_id, [member.id for member in members.get(topic_id, ())]) for topic_id in fused]
     found = [member for topic_id in fused for member in members.get(topic_id, ())]
-    weights = ranking.weights()
-    weights.pop("lead")
-    weights.pop("vector_lead")
-    weights.pop("rule_lead")
     score, _ = message_scores(
         ids,
         recall.text_hits,
@@ -100,7 +96,7 @@ def order_topics(
         vector_lists=recall.vector_hits,
         dated=recall.dated,
         **speaker_rules(ranking, recall.queries, found),
-        **weights,
+        **ranking.score_weights(),
     )
     return by_best_message(ids, score)
 

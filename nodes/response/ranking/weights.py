@@ -26,12 +26,20 @@ class Ranking:
         return cls(context.tuning, context.chunk_interval_s, context.topic_max_gap_s)
 
     def weights(self) -> dict[str, float]:
-        """`rank_topic_messages`' keyword weights."""
+        """`rank_topic_messages`' keyword weights: how many hits of each kind lead, and
+        the `score_weights`."""
         tuning = self.tuning
         return {
             "lead": tuning.excerpt_lead_hits,
             "vector_lead": tuning.excerpt_vector_lead_hits,
             "rule_lead": tuning.excerpt_rule_hits,
+            **self.score_weights(),
+        }
+
+    def score_weights(self) -> dict[str, float]:
+        """`message_scores`' keyword weights (no lead: leading is a rule of the fill)."""
+        tuning = self.tuning
+        return {
             "vector_weight": tuning.excerpt_vector_weight,
             "neighbour_hits": tuning.excerpt_neighbour_hits,
             "neighbour_weight": tuning.excerpt_neighbour_weight,
