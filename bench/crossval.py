@@ -41,6 +41,8 @@ GRID: dict[str, dict[str, object]] = {
     "passage_chars=300": {"excerpt_passage_chars": 300},
     "passage_chars=1200": {"excerpt_passage_chars": 1200},
     "passages_in_place": {"excerpt_passages_in_place": True},
+    "recap=off": {"excerpt_recap_chars": 0},
+    "recap_chars=400": {"excerpt_recap_chars": 400},
 }
 
 

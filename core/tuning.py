@@ -75,6 +75,10 @@ class Tuning:
     excerpt_passage_chars: int
     """The most characters of one passage of a long message (`nodes.response.ranking.passages`);
     0: long messages are shown whole."""
+    excerpt_recap_chars: int
+    """For a question about what the user brought up over the conversation, the user's
+    messages come first, each longer than this by its opening passage of this size
+    (`nodes.response.ranking.recap`); 0: ranked as any question."""
     excerpt_passages_in_place: bool
     """A long answer's best passage keeps its message's rank (off: after every other
     recalled message, as the whole answer would be)."""

@@ -13,7 +13,7 @@ is marked where it was cut (`…`). A passage size of 0 turns this off.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -82,10 +82,14 @@ def passage_order(
     ranked: Sequence[tuple[int, int]],
     passages: Mapping[int, Sequence[str]],
     scores: PassageScores,
+    openings: Collection[int] = frozenset(),
 ) -> list[Item]:
     """`ranked` (topic id, message id), most relevant first, with each message that has
     `passages` replaced by its best passage in place and its other passages, best first,
-    after every ranked message (in the order of their messages)."""
+    after every ranked message (in the order of their messages). A message among
+    `openings` (a digest's, `nodes.response.ranking.recap`) is shown by its first passage
+    in place, and its other passages come before the long answers' best passages that
+    close the order."""
     texts = [text for message_id in passages for text in passages[message_id]]
     flat = list(scores(texts)) if texts else []
     by_message: dict[int, list[int]] = {}
@@ -93,7 +97,10 @@ def passage_order(
     for message_id, parts in passages.items():
         mine = flat[start : start + len(parts)]
         start += len(parts)
-        by_message[message_id] = sorted(range(len(parts)), key=lambda i: (-mine[i], i))
+        best = sorted(range(len(parts)), key=lambda i: (-mine[i], i))
+        if message_id in openings:
+            best = [0, *(i for i in best if i)]
+        by_message[message_id] = best
     first: list[Item] = []
     later: list[Item] = []
     for topic_id, message_id in ranked:
@@ -103,7 +110,12 @@ def passage_order(
             continue
         first.append((topic_id, message_id, order[0]))
         later.extend((topic_id, message_id, index) for index in order[1:])
-    return first + later
+    tail = len(first)  # the long answers' best passages that close the order
+    while tail and first[tail - 1][2] is not None and first[tail - 1][1] not in openings:
+        tail -= 1
+    own = [item for item in later if item[1] in openings]
+    rest = [item for item in later if item[1] not in openings]
+    return first[:tail] + own + first[tail:] + rest
 
 
 def passage_scores(embedder: Embedder, queries: Sequence[str]) -> PassageScores:

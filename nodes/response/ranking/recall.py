@@ -24,6 +24,7 @@ from nodes.response.ranking.passages import (
     passage_order,
     passage_scores,
 )
+from nodes.response.ranking.recap import asks_for_recap, openings, user_first
 from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors
 from nodes.response.ranking.weights import Ranking
 
@@ -147,7 +148,13 @@ def rank_items(
         if scores is not None
         else {}
     )
+    recap = frozenset[int]()
     ranked = rank_members(members, recall, ranking, cut=frozenset(passages))
+    if scores is not None and tuning.excerpt_recap_chars > 0 and asks_for_recap(recall.queries):
+        digest = openings(rows, tuning.excerpt_recap_chars)
+        passages.update(digest)
+        recap = frozenset(digest)
+        ranked = user_first(ranked, rows)
     if not passages or scores is None:
         return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
-    return passage_order(ranked, passages, scores), passages
+    return passage_order(ranked, passages, scores, recap), passages
