@@ -9,7 +9,8 @@ context and the rest of the sequence is missing. So for such a question the user
 messages come before every other recalled message, in the ranking's order, and each one
 longer than `excerpt_recap_chars` is shown by its opening passage of that size (what
 the user said they were doing; the paste follows), its other passages after every other
-user message (`nodes.response.ranking.passages.passage_order`).
+recalled message but before the long answers' passages
+(`nodes.response.ranking.passages.passage_order`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def asks_for_recap(queries: Sequence[str]) -> bool:
     return any(RECAP_ASKED.search(query) for query in queries)
 
 
-def user_first(ranked: Sequence[tuple[int, int]], rows: Mapping[int, MessageRow]) -> list:
+def user_first(
+    ranked: Sequence[tuple[int, int]], rows: Mapping[int, MessageRow]
+) -> list[tuple[int, int]]:
     """`ranked` (topic id, message id) with the user's messages first, each part in its order."""
     return sorted(ranked, key=lambda item: rows[item[1]]["role"] != "user")
 
