@@ -54,19 +54,14 @@ def test_a_digests_opening_takes_its_place_and_its_rest_comes_before_the_closing
         20: ["I'm adding a column.", "code", "more code"],
         90: ["advice", "the answer's best part"],
     }
-    relevance = {
-        "I'm adding a column.": 0.1,
-        "code": 0.9,
-        "more code": 0.5,
-        "advice": 0.2,
-        "the answer's best part": 0.8,
-    }
-    order = passage_order(
-        [(1, 10), (1, 20), (2, 30), (2, 90)],
-        passages,
-        lambda texts: [relevance[t] for t in texts],
-        openings={20},
-    )
+    relevance = {"advice": 0.2, "the answer's best part": 0.8}
+    asked: list[str] = []
+
+    def scores(texts: list[str]) -> list[float]:
+        asked.extend(texts)
+        return [relevance[t] for t in texts]
+
+    order = passage_order([(1, 10), (1, 20), (2, 30), (2, 90)], passages, scores, openings={20})
     assert order == [
         (1, 10, None),
         (1, 20, 0),
@@ -76,6 +71,7 @@ def test_a_digests_opening_takes_its_place_and_its_rest_comes_before_the_closing
         (2, 90, 1),
         (2, 90, 0),
     ]
+    assert asked == ["advice", "the answer's best part"]  # a digest's passages cost no encoding
 
 
 def said(message_id: int, role: str, content: str) -> dict:

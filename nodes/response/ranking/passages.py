@@ -88,19 +88,18 @@ def passage_order(
     `passages` replaced by its best passage in place and its other passages, best first,
     after every ranked message (in the order of their messages). A message among
     `openings` (a digest's, `nodes.response.ranking.recap`) is shown by its first passage
-    in place, and its other passages come before the long answers' best passages that
-    close the order."""
-    texts = [text for message_id in passages for text in passages[message_id]]
+    in place and its others in their order (none is scored), before the long answers'
+    best passages that close the order."""
+    scored = [message_id for message_id in passages if message_id not in openings]
+    texts = [text for message_id in scored for text in passages[message_id]]
     flat = list(scores(texts)) if texts else []
-    by_message: dict[int, list[int]] = {}
+    by_message = {i: list(range(len(passages[i]))) for i in openings if i in passages}
     start = 0
-    for message_id, parts in passages.items():
+    for message_id in scored:
+        parts = passages[message_id]
         mine = flat[start : start + len(parts)]
         start += len(parts)
-        best = sorted(range(len(parts)), key=lambda i: (-mine[i], i))
-        if message_id in openings:
-            best = [0, *(i for i in best if i)]
-        by_message[message_id] = best
+        by_message[message_id] = sorted(range(len(parts)), key=lambda i: (-mine[i], i))
     first: list[Item] = []
     later: list[Item] = []
     for topic_id, message_id in ranked:

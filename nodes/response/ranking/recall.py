@@ -139,7 +139,9 @@ def rank_items(
     members: Sequence[tuple[int, Sequence[MessageRow]]], recall: Recall, ranking: Ranking
 ) -> tuple[list[Item], dict[int, list[str]]]:
     """`rank_members`' order with long messages shown by passages (`passage_order`, scored
-    by `recall.scores`; None: every message whole), and those passages."""
+    by `recall.scores`; None: every message whole), and those passages. A question about
+    what the user brought up (`asks_for_recap`) gets the user's messages first, each long
+    one by its opening (`nodes.response.ranking.recap`)."""
     tuning = ranking.tuning
     rows = {m["id"]: m for _, messages in members for m in messages}
     scores = recall.scores

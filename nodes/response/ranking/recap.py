@@ -8,9 +8,10 @@ question, a few long ones (a paste of code with a line of intent on top) fill th
 context and the rest of the sequence is missing. So for such a question the user's
 messages come before every other recalled message, in the ranking's order, and each one
 longer than `excerpt_recap_chars` is shown by its opening passage of that size (what
-the user said they were doing; the paste follows), its other passages after every other
-recalled message but before the long answers' passages
-(`nodes.response.ranking.passages.passage_order`).
+the user said they were doing; the paste follows), its other passages in their order
+after every other recalled message but before the long answers' passages
+(`nodes.response.ranking.passages.passage_order`). None of them is embedded: a digest
+of a hundred pastes costs no encoder call.
 """
 
 from __future__ import annotations
