@@ -266,3 +266,46 @@ async def test_a_long_answer_that_does_not_fit_gives_its_relevant_passage(deps: 
             deps.store, USER, [topic["id"]], Recall(scores=scores), Ranking.of(context), room
         )
         assert len(render_topics_content(deps.store, USER, shown, excerpts=excerpts)) <= room
+
+
+PASTE = "\n".join(f"    total_{i} = sum(r.amount for r in rows if r.kind == {i})" for i in range(9))
+TRACKER = [
+    "I'm setting up the Flask app for my budget tracker with SQLite.\n" + PASTE,
+    "Here is a plan for the app factory and the database module. " * 12,
+    "Now I want to add a notes column to the transactions table.\n" + PASTE,
+    "Use a migration that adds the column with a default. " * 12,
+    "Finally I'm deploying the tracker on Render with Gunicorn.\n" + PASTE,
+    "Three workers and a health check will do. " * 12,
+]
+
+
+async def test_a_recap_question_gets_the_opening_of_each_of_the_users_messages(
+    deps: Deps,
+) -> None:
+    """A question asking in what order the user brought things up asks for every message
+    of the user's: each long one shows its opening line where whole messages left room
+    for one only. A message whose passages all fit is charged as written (a paste's
+    indents and line ends), so the context never outgrows its room."""
+    rows = deps.indexer.store_messages(USER, new_messages(TRACKER))
+    (topic,) = deps.store.topics.save(USER, [("Budget tracker", [row["id"] for row in rows])])
+    question = "In what order did I bring up the parts of my budget tracker?"
+    scores = passage_scores(deps.embedder, [question])
+    context = ResponseContext(user_id=USER)
+    room = 900
+    openings = ["setting up the Flask app", "add a notes column", "deploying the tracker"]
+
+    def shown(ranking: Ranking, budget: int) -> str:
+        topics, excerpts = relevant_excerpts(
+            deps.store, USER, [topic["id"]], Recall([question], scores=scores), ranking, budget
+        )
+        text = render_topics_content(deps.store, USER, topics, excerpts=excerpts)
+        assert len(text) <= budget
+        return text
+
+    digest = shown(Ranking.of(context), room)
+    assert all(opening in digest for opening in openings) and CUT in digest
+    assert "Three workers" not in digest
+    plain = shown(Ranking.of(context.tuned(excerpt_recap_chars=0)), room)
+    assert sum(opening in plain for opening in openings) < len(openings)
+    for budget in range(60, 5000, 53):
+        shown(Ranking.of(context), budget)

@@ -96,16 +96,22 @@ class Fitting:
         self.parts: dict[int, set[int]] = defaultdict(set)
         self.opened: set[int] = set()
         self.complete: set[int] = set()
+        self.charged: dict[int, int] = defaultdict(int)
+        """The characters charged for each message's passages so far."""
 
     def add(self, item: Item, max_chars: int) -> None:
         topic_id, message_id, index = item
+        whole = len(self.lines[message_id]) + 1
         if index is None:
-            cost, completes = len(self.lines[message_id]) + 1, True
+            cost, completes = whole, True
         else:
-            label = len(self.lines[message_id]) - len(self.rows[message_id]["content"])
+            label = whole - 1 - len(self.rows[message_id]["content"])
             cost = len(self.passages[message_id][index]) + 2 * len(CUT) + 2
             cost += 0 if self.parts[message_id] else label + 1
             completes = len(self.parts[message_id]) + 1 == len(self.passages[message_id])
+            if completes:  # shown whole now, as written (a paste's indents and line ends)
+                cost = max(cost, whole - self.charged[message_id])
+        charged = cost
         short, full = self.headers[topic_id]
         if topic_id not in self.opened:
             cost += short + BLOCK_CHARS
@@ -114,6 +120,7 @@ class Fitting:
         if self.used + cost > max_chars:
             return
         self.used += cost
+        self.charged[message_id] += charged
         self.opened.add(topic_id)
         if index is not None:
             self.parts[message_id].add(index)
