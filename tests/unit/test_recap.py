@@ -11,6 +11,7 @@ from nodes.response.ranking.passages import passage_order
 from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.recap import asks_for_recap
 from nodes.response.ranking.weights import Ranking
+from tests.support.messages import message_row
 
 
 @pytest.mark.parametrize(
@@ -74,28 +75,17 @@ def test_a_digests_opening_takes_its_place_and_its_rest_comes_before_the_closing
     assert asked == ["advice", "the answer's best part"]  # a digest's passages cost no encoding
 
 
-def said(message_id: int, role: str, content: str) -> dict:
-    return {
-        "id": message_id,
-        "seq": message_id,
-        "external_id": str(message_id),
-        "role": role,
-        "author": None,
-        "content": content,
-        "created_at": "2024-03-01T10:00:00",
-        "ts": float(message_id) * 60,
-        "topic_id": 1,
-        "segment": 0,
-        "kind": "text",
-    }
-
-
 ROWS = [
-    said(1, "user", "I'm starting a budget tracker in Flask. " + "x = 1\n" * 60),
-    said(2, "assistant", "Sure, here is a plan."),
-    said(3, "user", "Now I want to add a notes column."),
-    said(4, "assistant", "Add it with ALTER TABLE."),
-]
+    message_row(position + 1, position, content, ts=60.0 * (position + 1))
+    for position, content in enumerate(
+        [
+            "I'm starting a budget tracker in Flask. " + "x = 1\n" * 60,
+            "Sure, here is a plan.",
+            "Now I want to add a notes column.",
+            "Add it with ALTER TABLE.",
+        ]
+    )
+]  # roles alternate from the user's
 
 
 def ranked(question: str, ranking: Ranking) -> list[tuple[int, int | None]]:
