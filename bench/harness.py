@@ -31,6 +31,7 @@ from bench import crossval
 from bench.baselines import Method, baselines
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
+from bench.key_sentence import key_sentence
 from bench.locomo import Conversation, Question
 from bench.scoring import (
     ConversationRun,
@@ -155,6 +156,10 @@ async def answer_question(
     started = time.perf_counter()
     await asyncio.to_thread(corpus.deps.embedder.encode_query, question.question)
     embed_ms = (time.perf_counter() - started) * 1000
+    keys = {
+        i: key_sentence(corpus.rows[i]["content"], question.question, str(question.answer))
+        for i in evidence
+    }
     for method in methods:
         started = time.perf_counter()
         retrieval = await method.retrieve(corpus, question.question)
@@ -176,6 +181,7 @@ async def answer_question(
                 budget=setup.budget,
                 unit_of=unit_maps[method.name],
                 latency_ms=latency_ms,
+                keys=keys,
             )
         )
 

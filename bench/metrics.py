@@ -15,7 +15,9 @@ header and one transcript line per message. Evidence is a list of dia_ids.
   (`Retrieval.fill`: which message goes in next) cut at the longest prefix whose
   rendered context stays within the budget (`pack`); Topica's is what the response
   graph's context fill puts there (`Retrieval.fit`), a long message counting when one
-  of its passages is shown.
+  of its passages is shown;
+- the key-sentence view of recall at a budget (`bench.key_sentence`): a message shown
+  only by some of its passages counts only when they hold its key sentence.
 
 The context renders the chosen messages grouped by unit (units in the order they
 were first drawn on, each with its header once, its messages in conversation
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.messages.utils import count_tokens_approximately
 
@@ -54,6 +56,9 @@ class Packed:
     tokens: int
     units: int
     """Units with at least one message in the context."""
+    excerpts: Mapping[str, str] = field(default_factory=dict)
+    """The text shown of each unit shown in part, by unit key, whitespace collapsed (a
+    unit absent here shows its messages whole; a baseline never cuts one)."""
 
 
 Fitter = Callable[[Sequence[int]], Mapping[int, Packed]]

@@ -142,6 +142,7 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
         "![recall against budget](recall_by_budget.png)",
         "",
+        *key_sentence_section(result),
         f"## Recall_all at {budget} tokens by {grouping(result)}",
         "",
         category_table(result),
@@ -177,6 +178,33 @@ def markdown_report(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def key_sentence_section(result: dict[str, Any]) -> list[str]:
+    """recall_all against the budget in the key-sentence view (`bench.key_sentence`), for
+    the methods that cut a message (the others score as in the plain view)."""
+    budgets = result["budgets"]
+    rows = [
+        [label(name), *(fraction(m["recall_key_by_budget"].get(str(b))) for b in budgets)]
+        for name, m in result["methods"].items()
+        if m.get("recall_key_by_budget") and m["recall_key_by_budget"] != m["recall_all_by_budget"]
+    ]
+    if not rows:
+        return [
+            "Key-sentence view (`bench.key_sentence`): every method's equals its plain recall "
+            "here (no evidence message was shown only in part).",
+            "",
+        ]
+    return [
+        "## Recall_all against the token budget, key-sentence view",
+        "",
+        markdown_table(["method", *(f"{b}" for b in budgets)], rows),
+        "",
+        "A message shown only by some of its passages counts when they hold its key sentence "
+        "(the one sharing the most content words with the question and its reference "
+        "answer); a message shown whole always counts.",
+        "",
+    ]
 
 
 def quoted_section(result: dict[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
 """The evaluation's scores: one method's answer to one question, and their summaries.
 
 `score` reduces a method's retrieval for one question to its metrics (recall at k
-units, NDCG, recall at each budget, tokens, latency, whether it recalled nothing);
+units, NDCG, recall at each budget and its key-sentence view, tokens, latency, whether
+it recalled nothing);
 `summarise` averages them over questions (micro-average); `results_dict` gathers a
 run's conversations into the figures `eval locomo` and `eval beam` report.
 """
@@ -9,13 +10,14 @@ run's conversations into the figures `eval locomo` and `eval beam` report.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.baselines import Method, Retrieval
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
+from bench.key_sentence import recall_key
 from bench.locomo import Question
 from bench.metrics import (
     count_tokens,
@@ -47,6 +49,8 @@ class Answer:
     ndcg: float | None
     recall_all_by_budget: dict[int, float]
     recall_any_by_budget: dict[int, float]
+    recall_key_by_budget: dict[int, float]
+    """recall_all in the key-sentence view (`bench.key_sentence`)."""
     fraction_by_budget: dict[int, float]
     tokens_at_budget: int
     selected_tokens: int
@@ -110,6 +114,7 @@ def score(
     budget: int,
     unit_of: dict[str, str],
     latency_ms: float,
+    keys: Mapping[str, str | None],
 ) -> Answer:
     units = retrieval.units
     by_key = {unit.key: unit for unit in units}
@@ -137,6 +142,7 @@ def score(
         ),
         recall_all_by_budget={b: recall_all(p.message_ids, evidence) for b, p in packs.items()},
         recall_any_by_budget={b: recall_any(p.message_ids, evidence) for b, p in packs.items()},
+        recall_key_by_budget={b: recall_key(p, evidence, keys, unit_of) for b, p in packs.items()},
         fraction_by_budget={
             b: evidence_fraction(p.message_ids, evidence) for b, p in packs.items()
         },
@@ -191,6 +197,9 @@ def summarise(answers: Sequence[Answer], ks: Sequence[int], budget: int) -> dict
             "prompt_tokens_per_question": mean([a.prompt_tokens for a in answers]),
             "recall_all_by_budget": {
                 str(b): mean([a.recall_all_by_budget[b] for a in answers]) for b in budgets
+            },
+            "recall_key_by_budget": {
+                str(b): mean([a.recall_key_by_budget[b] for a in answers]) for b in budgets
             },
             "recall_all_quoted": (
                 mean([a.recall_all_quoted for a in answers])

@@ -14,7 +14,8 @@ messages in `nodes.response.ranking.recall.rank_items`' order (topic rank, full-
 vector hits and their neighbours, the messages written when the question says; a long
 message by its passages most like the question), each taken when it still fits and
 skipped when not (`nodes.response.ranking.fill.fill_budgets`), headers charged as shown.
-A message counts as in the context when it or one of its passages is.
+A message counts as in the context when it or one of its passages is; the text of each
+topic shown in part goes with it (`Packed.excerpts`, for `bench.key_sentence`).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class Fit:
                 message_ids=frozenset(external[m] for m in one.shown),
                 tokens=-(-one.chars // CHARS_PER_TOKEN) + TOKENS_PER_TEXT if one.topics else 0,
                 units=len(one.topics),
+                excerpts={self.keys[t]: " ".join(text.split()) for t, text in one.excerpts.items()},
             )
             for budget, one in zip(budgets, filled, strict=True)
         }

@@ -171,6 +171,12 @@ def test_eval_beam_on_the_command_line_reports_every_method(tmp_path: Path) -> N
     for name, metrics in result["methods"].items():
         assert metrics["questions"] == 3, name
         assert set(metrics["recall_all_by_budget"]) >= {"250", "500", "2000", "8000"}
+        # The key-sentence view is at most the plain one, and a baseline never cuts.
+        key, plain = metrics["recall_key_by_budget"], metrics["recall_all_by_budget"]
+        assert set(key) == set(plain)
+        assert all(key[b] <= plain[b] for b in plain), name
+        if not name.startswith("topica"):
+            assert key == plain, name
         assert set(metrics["recall_all_at_budget_by_category"]) == {
             "information_extraction",
             "knowledge_update",
@@ -183,6 +189,7 @@ def test_eval_beam_on_the_command_line_reports_every_method(tmp_path: Path) -> N
     report = (out / "report.md").read_text()
     assert report.startswith("# BEAM retrieval evaluation")
     assert "## Abstention" in report and "by question type" in report
+    assert "key-sentence view" in report.lower()
     assert (out / "recall_by_budget.png").stat().st_size > 0
     terminal = io.StringIO()
     show_eval(result, Console(file=terminal, width=200))

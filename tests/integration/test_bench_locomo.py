@@ -18,6 +18,7 @@ from bench import crossval
 from bench.baselines import MessageLevel, Retrieval
 from bench.corpus import Corpus
 from bench.eval_locomo import default_methods, eval_locomo
+from bench.key_sentence import key_sentence, recall_key
 from bench.locomo import Conversation, load_conversations
 from bench.metrics import Unit, count_tokens
 from bench.report import fraction, markdown_report
@@ -329,3 +330,16 @@ async def test_topicas_context_at_a_budget_is_what_the_response_graphs_fill_show
     assert packs[5_000].message_ids == {"m1", "m2", "m3", "m4"}
     # A budget between holds the long message by a passage, not whole.
     assert "m2" in packs[400].message_ids and packs[400].tokens < count_tokens(long)
+    # The key-sentence view sees that passage: of two sentences of the message, the one
+    # shown counts and the one cut away does not; shown whole, both count.
+    unit_of = dict(method.unit_of(corpus))
+    shown_text = packs[400].excerpts[unit_of["m2"]]
+    numbers = [i for i in range(60) if f"Sentence {i} is" in shown_text]
+    hidden = next(i for i in range(60) if i not in numbers)
+    for number, expected in ((numbers[-1], 1.0), (hidden, 0.0)):
+        key = key_sentence(long, "When does the ferry leave?", f"Sentence {number}")
+        assert key == f"Sentence {number} is about the harbour ferry timetable."
+        keys = {"m2": key}
+        assert recall_key(packs[400], ["m2"], keys, unit_of) == expected, number
+        assert recall_key(packs[5_000], ["m2"], keys, unit_of) == 1.0
+        assert recall_key(packs[60], ["m2"], keys, unit_of) == 0.0
