@@ -75,6 +75,10 @@ class Tuning:
     excerpt_passage_chars: int
     """The most characters of one passage of a long message (`nodes.response.ranking.passages`);
     0: long messages are shown whole."""
+    excerpt_preference_chars: int
+    """For a request for advice, the user's messages up to this long that state a
+    preference ("I prefer …") among the turn's hits lead after the standing instructions,
+    within `excerpt_rule_hits` (`nodes.response.ranking.preferences`); 0: none."""
     excerpt_recap_chars: int
     """For a question about what the user brought up over the conversation, the user's
     messages come first, each longer than this by its opening passage of this size

@@ -28,6 +28,7 @@ def rank_topic_messages(
     unnamed: Collection[int] = frozenset(),
     answers: Collection[int] = frozenset(),
     rules: Collection[int] = frozenset(),
+    preferences: Collection[int] = frozenset(),
     **scoring: Any,
 ) -> list[tuple[int, int]]:
     """(topic id, message id) for every message of `topics`, most relevant first.
@@ -43,7 +44,9 @@ def rank_topic_messages(
     never leads; nor does a dated message. `answers` (the assistant's
     long answers, `long_answers`) never lead and come after every other message, in the
     same order among themselves. The first `rule_lead` of `rules` (the user's standing
-    instructions, `standing_rules`), in that order, come before everything.
+    instructions, `standing_rules`), in that order, come before everything, and after
+    them `preferences` (the user's stated preferences, for a request for advice:
+    `nodes.response.ranking.preferences`) in the places left of those `rule_lead`.
     """
     lead = scoring.pop("lead", packaged_tuning().excerpt_lead_hits)
     vector_lead = scoring.pop("vector_lead", packaged_tuning().excerpt_vector_lead_hits)
@@ -70,6 +73,7 @@ def rank_topic_messages(
     )
     ranked = leading + rest
     ruling = [message_id for message_id in ranked if message_id in rules][:rule_lead]
+    ruling += [m for m in ranked if m in preferences and m not in ruling][: rule_lead - len(ruling)]
     ranked = ruling + [message_id for message_id in ranked if message_id not in ruling]
     return [(topics[place[message_id][0]][0], message_id) for message_id in ranked]
 

@@ -24,6 +24,7 @@ from nodes.response.ranking.passages import (
     passage_order,
     passage_scores,
 )
+from nodes.response.ranking.preferences import asks_for_advice, stated_preferences
 from nodes.response.ranking.recap import asks_for_recap, openings, user_first
 from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors
 from nodes.response.ranking.weights import Ranking
@@ -113,7 +114,8 @@ def rank_members(
     A long answer among `cut` (shown by passages) keeps its rank when
     `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
     what the assistant said (`asks_for_answers`). The user's standing instructions among
-    the first `message_hits_count` of each hit list lead (`standing_rules`)."""
+    the first `message_hits_count` of each hit list lead (`standing_rules`), and for a
+    request for advice their short stated preferences after them (`stated_preferences`)."""
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
     near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
@@ -132,6 +134,11 @@ def rank_members(
         **ranking.weights(),
         answers=answers,
         rules=standing_rules(rows, near),
+        preferences=(
+            stated_preferences(rows, near, ranking.tuning.excerpt_preference_chars)
+            if asks_for_advice(recall.queries)
+            else frozenset()
+        ),
     )
 
 

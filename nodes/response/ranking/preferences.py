@@ -1,0 +1,67 @@
+"""A request for advice: the user's stated preferences lead its context.
+
+"Where do you think I should work on my essay?", "Can you help me plan my writing
+sessions?", "Что мне взять в поход?" ask for advice that the user's own words should
+shape: "I prefer the quiet library's second floor", "I prefer writing in the mornings
+between 7 and 9", "Я предпочитаю лёгкие палатки". Such a statement shares few words with
+the request, and it sits among the subject's other messages, so by its fused score it
+often stayed behind them. So for a request for advice (`asks_for_advice`), the user's
+short messages that state a preference (`stated_preferences`) and that the turn's hits
+reach lead the order, right after the standing instructions and within the same number
+of leading places (`nodes.response.ranking.messages.rank_topic_messages`). Only short
+ones (`excerpt_preference_chars`): a preference told in passing in a long message about
+something else would take an instruction's place and room. Any other question (what
+happened when, what the user did) ranks as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Sequence
+
+from core.records import MessageRow
+from nodes.response.ranking.messages import STANDING_RULE
+
+STATED_PREFERENCE = re.compile(
+    r"\bI(?:['’]d|\s+would)?\s+(?:prefer|rather)\b"
+    r"|\bя\s+(?:бы\s+)?предпоч(?:итаю|ёл|ел|ла)\b|\bмне\s+больше\s+нравится\b",
+    re.IGNORECASE,
+)
+"""A message that states a preference: "I prefer …", "I'd rather …", "I would prefer …",
+"Я предпочитаю …", "Я бы предпочла …", "Мне больше нравится …"."""
+
+ADVICE_ASKED = re.compile(
+    r"\bshould I\b|\bwould you (?:suggest|recommend|advise)\b"
+    r"|\bdo you (?:think|suggest|recommend)\b|\bcan you help\b|\bhelp me\b"
+    r"|\bhow (?:can|do|should|would) I\b|\bwhat (?:\w+\s+){0,3}(?:should|would|could|can) I\b"
+    r"|\bany (?:tips|advice|suggestions)\b"
+    r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bчто мне\b|\bстоит ли\b",
+    re.IGNORECASE,
+)
+"""A request for advice or help now: "How should I …", "What would you suggest …", "Can
+you help me …", "Посоветуй …", "Как мне …", "Стоит ли …". A question about what was
+("Have I ever …", "How many days passed …") is not one."""
+
+
+def asks_for_advice(queries: Sequence[str]) -> bool:
+    """Whether a query asks for advice or help (`ADVICE_ASKED`)."""
+    return any(ADVICE_ASKED.search(query) for query in queries)
+
+
+def stated_preferences(
+    rows: Iterable[MessageRow], near: Collection[int], max_chars: int
+) -> frozenset[int]:
+    """The user's messages among `rows` of at most `max_chars` that state a preference
+    (`STATED_PREFERENCE`) and are among `near` (the turn's message hits); a standing
+    instruction is one already (`STANDING_RULE`). None when `max_chars` is 0."""
+    if max_chars <= 0:
+        return frozenset()
+    return frozenset(
+        row["id"]
+        for row in rows
+        if row["id"] in near
+        and row["role"] == "user"
+        and len(row["content"]) <= max_chars
+        and STATED_PREFERENCE.search(row["content"])
+        and not STANDING_RULE.search(row["content"])
+    )

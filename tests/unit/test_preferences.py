@@ -1,0 +1,105 @@
+"""A request for advice: the user's short stated preferences lead after the standing
+instructions (`nodes.response.ranking.preferences`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from nodes.response.ranking.messages import rank_topic_messages
+from nodes.response.ranking.preferences import asks_for_advice, stated_preferences
+from nodes.response.ranking.recall import Recall, rank_members
+from nodes.response.ranking.weights import Ranking
+from tests.support.messages import message_row
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Where do you think I should work on my essay?",
+        "Can you help me plan my writing sessions for the upcoming week?",
+        "How should I structure my cover letter?",
+        "What tools or software would you suggest I use?",
+        "What would you recommend for a caching layer?",
+        "Any tips for my first marathon?",
+        "Посоветуй, где мне писать эссе",
+        "Как мне распределить тренировки на неделю?",
+        "Стоит ли брать лёгкую палатку?",
+    ],
+)
+def test_a_request_for_advice_is_recognised(question: str) -> None:
+    assert asks_for_advice([question])
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many days passed between my draft and the review?",
+        "Have I ever used Zotero?",
+        "What did you recommend for my resume?",
+        "When did I book the flight?",
+        "Сколько раз я упоминал кота?",
+        "Когда я купил палатку?",
+    ],
+)
+def test_a_question_about_what_was_is_no_request_for_advice(question: str) -> None:
+    assert not asks_for_advice([question])
+
+
+ROWS = [
+    message_row(position + 1, position, content, ts=60.0 * (position + 1), role=role)
+    for position, (role, content) in enumerate(
+        [
+            ("user", "I'm drafting my essay this week."),
+            ("assistant", "Good luck with the draft."),
+            ("user", "I prefer the quiet library's second floor, it has fewer distractions."),
+            ("user", "Always give me a checklist at the end."),
+            ("user", "I’d rather write in the mornings between 7 and 9."),
+            ("user", "I prefer Word, and " + "here is my whole outline. " * 20),
+            ("user", "Я предпочитаю писать по утрам."),
+            ("user", "Never mind the outline."),
+        ]
+    )
+]
+NEAR = frozenset(row["id"] for row in ROWS)
+
+
+def test_the_users_short_stated_preferences_among_the_hits_are_found() -> None:
+    # Not the long one (told in passing), not the instruction (a rule already), not the
+    # assistant's message, and only among the hits.
+    assert stated_preferences(ROWS, NEAR, 300) == {3, 5, 7}
+    assert stated_preferences(ROWS, {3, 6}, 300) == {3}
+    assert stated_preferences(ROWS, NEAR, 1000) == {3, 5, 6, 7}
+    assert stated_preferences(ROWS, NEAR, 0) == frozenset()
+
+
+def test_preferences_lead_after_the_instructions_within_their_places() -> None:
+    topics = [(1, [row["id"] for row in ROWS])]
+    hits = [[1, 2, 8, 6, 7, 5, 4, 3]]
+    plain = rank_topic_messages(topics, hits, 60, lead=0, rule_lead=3)
+    led = rank_topic_messages(topics, hits, 60, lead=0, rule_lead=3, rules={4}, preferences={3, 5})
+    assert [m for _, m in led][:3] == [4, 5, 3]
+    assert sorted(m for _, m in led[3:]) == sorted(m for _, m in plain if m not in {3, 4, 5})
+    # Two places: the instruction and the better-ranked preference.
+    two = rank_topic_messages(topics, hits, 60, lead=0, rule_lead=2, rules={4}, preferences={3, 5})
+    assert [m for _, m in two][:2] == [4, 5]
+    none = rank_topic_messages(topics, hits, 60, lead=0, rule_lead=0, rules={4}, preferences={3})
+    assert none == plain
+
+
+def test_only_a_request_for_advice_lets_the_preferences_lead() -> None:
+    def order(question: str, hits: list[int], ranking: Ranking) -> list[int]:
+        recall = Recall(queries=[question], text_hits=[hits])
+        return [m for _, m in rank_members([(1, ROWS)], recall, ranking)]
+
+    wide = [1, 2, 8, 6, 4, 3, 5, 7]
+    advice = order("Where should I write?", wide, Ranking())
+    assert advice[0] == 4  # the instruction first, then two of the three preferences
+    assert set(advice[1:3]) < {3, 5, 7}
+    asked = order("When did I write?", wide, Ranking())
+    assert asked[0] == 4 and asked[1:3] == [1, 2]
+    # Preferences the hits do not reach stay where they were; so does a profile without them.
+    assert order("Where should I write?", [1, 2, 8, 6, 4], Ranking())[1:3] == [1, 2]
+    off = Ranking(replace(Ranking().tuning, excerpt_preference_chars=0))
+    assert order("Where should I write?", wide, off) == asked
