@@ -1,0 +1,70 @@
+"""A request for advice gets the user's stated preference into a small context, on a real
+store (SQLite, Chroma, the real embedder and full-text search), for its user only."""
+
+from __future__ import annotations
+
+from core.context import ResponseContext
+from core.deps import Deps
+from nodes.response.excerpts import relevant_excerpts
+from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.weights import Ranking
+from nodes.response.search import hybrid_search
+from nodes.response.topic_content import render_topics_content
+from tests.support.messages import OTHER, USER, new_messages
+
+PREFERENCE = "I prefer writing in the mornings between 7 and 9, when I'm most focused."
+WRITING = [
+    "I need to plan my writing sessions for the personal statement; the deadline is in "
+    "three weeks and the plan keeps slipping.",
+    "A plan of sessions helps: set a goal for each writing session and track the word "
+    "count of every draft across the week.",
+    "My writing sessions keep slipping because work meetings run late and I lose the plan "
+    "for the week.",
+    "Block the writing sessions in your calendar like meetings, and plan a short review "
+    "after each week of sessions.",
+    PREFERENCE,
+    "Good to know, protect that time from email.",
+    "How many words per writing session should I plan for this week's sessions?",
+    "Plan 500 words per writing session and one longer session at the weekend.",
+]
+
+
+def store(deps: Deps, user_id: int, lines: list[str]) -> int:
+    rows = deps.indexer.store_messages(user_id, new_messages(lines))
+    [topic] = deps.store.topics.save(user_id, [("Writing plan", [row["id"] for row in rows])])
+    deps.indexer.index_all(user_id)
+    return topic["id"]
+
+
+def context_for(deps: Deps, question: str, context: ResponseContext, room: int) -> str:
+    found = hybrid_search(deps, context, [question])["found"]
+    recall = Recall.of({"found": found}, deps.embedder)
+    topic_ids = [candidate["id"] for candidate in found["topics"]]
+    shown, excerpts = relevant_excerpts(
+        deps.store, context.user_id, topic_ids, recall, Ranking.of(context), room
+    )
+    text = render_topics_content(deps.store, context.user_id, shown, excerpts=excerpts)
+    assert len(text) <= room
+    return text
+
+
+def test_a_request_for_advice_shows_the_users_stated_preference_first(deps: Deps) -> None:
+    store(deps, USER, WRITING)
+    theirs = [line.replace("mornings between 7 and 9", "late evenings") for line in WRITING]
+    store(deps, OTHER, theirs)
+    context = ResponseContext(user_id=USER)
+    question = "Can you help me plan my writing sessions for the upcoming week?"
+    room = 320
+    led = context_for(deps, question, context, room)
+    assert PREFERENCE in led
+    plain = context_for(deps, question, context.tuned(excerpt_preference_chars=0), room)
+    assert PREFERENCE not in plain
+    # A question about what was is no request for advice: ranked as before.
+    asked = "When did I plan my writing sessions for the week?"
+    assert context_for(deps, asked, context, room) == context_for(
+        deps, asked, context.tuned(excerpt_preference_chars=0), room
+    )
+    # The other user's preference is never anyone else's context.
+    other = context_for(deps, question, ResponseContext(user_id=OTHER), room)
+    assert "late evenings" in other
+    assert "late evenings" not in led and "late evenings" not in plain
