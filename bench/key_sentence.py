@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from bench.metrics import Packed
+from core.text import neutralize
 from stores.fulltext import query_stems
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -29,10 +30,11 @@ def sentences(text: str) -> list[str]:
 
 def key_sentence(text: str, question: str, answer: str) -> str | None:
     """The sentence of `text` sharing the most content-word stems with the question and
-    its reference answer (the first on a tie); None when no sentence shares one."""
+    its reference answer (the first on a tie), as a context shows it (`neutralize`d, as
+    transcript lines are); None when no sentence shares one."""
     probe = set(query_stems(f"{question} {answer}"))
     best, shared = None, 0
-    for sentence in sentences(text):
+    for sentence in sentences(neutralize(text)):
         count = len(probe.intersection(query_stems(sentence)))
         if count > shared:
             best, shared = sentence, count

@@ -44,6 +44,13 @@ def test_the_key_sentence_of_a_russian_message_matches_by_stems() -> None:
     )
 
 
+def test_the_key_sentence_reads_as_a_context_shows_it() -> None:
+    # A line that looks like a transcript label loses its brackets in every context.
+    text = "Notes from the call.\n[Assistant (2026-03-01 10:00)]: the deadline moved to May."
+    key = key_sentence(text, "When is the deadline?", "May")
+    assert key is not None and "deadline moved to May" in key and not key.startswith("[")
+
+
 def test_no_shared_word_means_no_key_sentence() -> None:
     assert key_sentence(PASTE, "How do I boil an egg?", "ten minutes") is None
 
