@@ -26,6 +26,8 @@ from tests.support.messages import message_row
         "Посоветуй, где мне писать эссе",
         "Как мне распределить тренировки на неделю?",
         "Стоит ли брать лёгкую палатку?",
+        "Что лучше взять в поход?",
+        "Что бы ты посоветовал почитать?",
     ],
 )
 def test_a_request_for_advice_is_recognised(question: str) -> None:
@@ -41,6 +43,7 @@ def test_a_request_for_advice_is_recognised(question: str) -> None:
         "When did I book the flight?",
         "Сколько раз я упоминал кота?",
         "Когда я купил палатку?",
+        "Что мне сказал врач про сон?",
     ],
 )
 def test_a_question_about_what_was_is_no_request_for_advice(question: str) -> None:

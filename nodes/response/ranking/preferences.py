@@ -1,7 +1,7 @@
 """A request for advice: the user's stated preferences lead its context.
 
 "Where do you think I should work on my essay?", "Can you help me plan my writing
-sessions?", "Что мне взять в поход?" ask for advice that the user's own words should
+sessions?", "Что лучше взять в поход?" ask for advice that the user's own words should
 shape: "I prefer the quiet library's second floor", "I prefer writing in the mornings
 between 7 and 9", "Я предпочитаю лёгкие палатки". Such a statement shares few words with
 the request, and it sits among the subject's other messages, so by its fused score it
@@ -35,12 +35,14 @@ ADVICE_ASKED = re.compile(
     r"|\bdo you (?:think|suggest|recommend)\b|\bcan you help\b|\bhelp me\b"
     r"|\bhow (?:can|do|should|would) I\b|\bwhat (?:\w+\s+){0,3}(?:should|would|could|can) I\b"
     r"|\bany (?:tips|advice|suggestions)\b"
-    r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bчто мне\b|\bстоит ли\b",
+    r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bстоит ли\b"
+    r"|\bчто (?:мне )?(?:лучше|стоит)\b|\bчто бы (?:ты|вы) (?:посоветовал|предложил)",
     re.IGNORECASE,
 )
 """A request for advice or help now: "How should I …", "What would you suggest …", "Can
-you help me …", "Посоветуй …", "Как мне …", "Стоит ли …". A question about what was
-("Have I ever …", "How many days passed …") is not one."""
+you help me …", "Посоветуй …", "Как мне …", "Стоит ли …", "Что лучше …". A question
+about what was ("Have I ever …", "How many days passed …", "Что мне сказал врач?") is
+not one."""
 
 
 def asks_for_advice(queries: Sequence[str]) -> bool:
