@@ -36,8 +36,6 @@ GRID: dict[str, dict[str, object]] = {
     "vector_lead=3": {"excerpt_vector_lead_hits": 3},
     "named_speakers=off": {"excerpt_named_speakers": False},
     "rules=off": {"excerpt_rule_hits": 0},
-    "preferences=off": {"excerpt_preference_chars": 0},
-    "preference_chars=600": {"excerpt_preference_chars": 600},
     "long_answers=off": {"excerpt_long_answer_chars": 10**9},
     "passages=off": {"excerpt_passage_chars": 0},
     "passage_chars=300": {"excerpt_passage_chars": 300},
@@ -45,6 +43,8 @@ GRID: dict[str, dict[str, object]] = {
     "passages_in_place": {"excerpt_passages_in_place": True},
     "recap=off": {"excerpt_recap_chars": 0},
     "recap_chars=400": {"excerpt_recap_chars": 400},
+    "preferences=off": {"excerpt_preference_chars": 0},
+    "preference_chars=600": {"excerpt_preference_chars": 600},
 }
 
 
