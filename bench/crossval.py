@@ -57,7 +57,9 @@ def variants() -> list[Topica]:
     ]
 
 
-def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -> dict[str, Any]:
+def leave_one_out(
+    conversations: Mapping[str, Any], budget: int | None = None, measure: str = "recall_all"
+) -> dict[str, Any]:
     """Per held-out conversation: the variant best on the others, and its recall there.
 
     `conversations` are the results' per-conversation summaries (with the `cv:` methods).
@@ -65,14 +67,16 @@ def leave_one_out(conversations: Mapping[str, Any], budget: int | None = None) -
     to the grid's order (the defaults first). `pooled` is each variant's recall over all
     the conversations (what another benchmark's choice is scored with, the transfer view),
     `by_conversation` each variant's recall on each (to pool runs split by conversation).
-    Recall is at the run's budget, or at `budget` (one of the run's budgets) when given.
+    Recall is at the run's budget, or at `budget` (one of the run's budgets) when given;
+    `measure` "recall_key" chooses and scores on the key-sentence view
+    (`bench.key_sentence`, `recall_key_by_budget`) instead, at `budget` (required then).
     """
 
     def recall(sample: str, label: str) -> tuple[float, int]:
         metrics = conversations[sample]["methods"][PREFIX + label]
         if budget is None:
-            return metrics["recall_all_at_budget"], metrics["questions"]
-        return metrics["recall_all_by_budget"][str(budget)], metrics["questions"]
+            return metrics[f"{measure}_at_budget"], metrics["questions"]
+        return metrics[f"{measure}_by_budget"][str(budget)], metrics["questions"]
 
     def pooled_recall(samples: list[str], label: str) -> float:
         pairs = [recall(sample, label) for sample in samples]
@@ -130,14 +134,25 @@ def transfer(chosen_on: Mapping[str, Any], scored_on: Mapping[str, Any]) -> dict
     }
 
 
+KEY_VIEW = "recall_key_by_budget"
+
+
 def split_off(result: dict[str, Any]) -> None:
     """Moves the variants out of the result's method tables into `cross_validation`, with
-    the view at each of the run's budgets in `cross_validation.by_budget`."""
+    the view at each of the run's budgets in `cross_validation.by_budget`, and the same
+    chosen and scored on the key-sentence view in `cross_validation.key_view` (by budget)
+    when the run scored it. A passage rule can raise recall_all without showing more of
+    the evidence; the key-sentence view is the choice such a rule must also win."""
     result["cross_validation"] = leave_one_out(result["conversations"])
+    budgets = result.get("budgets", ())
     result["cross_validation"]["by_budget"] = {
-        str(budget): leave_one_out(result["conversations"], budget)
-        for budget in result.get("budgets", ())
+        str(budget): leave_one_out(result["conversations"], budget) for budget in budgets
     }
+    if any(KEY_VIEW in m for c in result["conversations"].values() for m in c["methods"].values()):
+        result["cross_validation"]["key_view"] = {
+            str(budget): leave_one_out(result["conversations"], budget, "recall_key")
+            for budget in budgets
+        }
     result["methods"] = {
         name: m for name, m in result["methods"].items() if not name.startswith(PREFIX)
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -273,11 +274,20 @@ CROSS_VALIDATION_HEADER = [
 def cross_validation_text(result: dict[str, Any]) -> str:
     view = result["cross_validation"]
     grid = ", ".join(view["grid"])
-    return (
+    text = (
         f"Topica's excerpt weights, one moved at a time ({grid}): for each conversation the "
         f"variant with the best recall_all at {result['budget']} tokens on the others, "
         "scored on it.\n\n" + markdown_table(CROSS_VALIDATION_HEADER, cross_validation_rows(view))
     )
+    if (key := view.get("key_view", {}).get(str(result["budget"]))) is None:
+        return text
+    chosen = Counter(fold["chosen"] for fold in key["folds"].values()).most_common()
+    return text + (
+        "\n\nChosen and scored on the key-sentence view instead: leave-one-out "
+        f"{fraction(key['leave_one_out'])}, defaults {fraction(key['defaults'])}, best variant "
+        f"per conversation {fraction(key['oracle'])} (chosen: "
+        + ", ".join(f"{label} {count}" for label, count in chosen) + ")."
+    )  # fmt: skip
 
 
 def method_setup(result: dict[str, Any]) -> str:

@@ -288,8 +288,13 @@ async def test_cross_validation_scores_variants_through_the_same_retrieval(
     assert fold["questions"] == 3
     # Topica's own (not the variants'), every question over the floors as above.
     assert result["rerank_fallbacks"] == {"no_model": 3}
+    # The same view chosen and scored on the key-sentence view, from the variants' own rows.
+    (key_fold,) = view["key_view"]["2000"]["folds"].values()
+    topica = result["methods"]["topica"]
+    assert key_fold["defaults_held_out"] == topica["recall_key_by_budget"]["2000"]
     report = markdown_report(result)
     assert "## Leave one conversation out" in report and "| conv-t | 3 | defaults |" in report
+    assert "Chosen and scored on the key-sentence view instead: leave-one-out" in report
 
 
 async def test_topicas_context_at_a_budget_is_what_the_response_graphs_fill_shows(

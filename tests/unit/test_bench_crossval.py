@@ -109,3 +109,33 @@ def test_the_transfer_view_scores_one_benchmarks_choice_on_the_other() -> None:
         "best_there": pytest.approx(0.6),
         "best_label_there": "defaults",
     }
+
+
+def test_the_key_sentence_view_chooses_and_scores_on_the_key_sentences() -> None:
+    # Plain recall_all at 2,000 prefers "passage_chars=300" everywhere (0.7 against 0.6),
+    # the key-sentence view prefers the defaults (0.5 against 0.3): the smaller passages
+    # count more messages as shown without showing more of what answers.
+    plain = {"defaults": 0.6, "passage_chars=300": 0.7}
+    key = {"defaults": 0.5, "passage_chars=300": 0.3}
+    conversations = summaries({sample: {"defaults": (0.6, 10)} for sample in "ab"})
+    for conversation in conversations.values():
+        for name, metrics in conversation["methods"].items():
+            label = name.removeprefix(crossval.PREFIX)
+            metrics["recall_all_by_budget"] = {"2000": plain.get(label, 0.0)}
+            metrics["recall_key_by_budget"] = {"2000": key.get(label, 0.0)}
+    result = {"budget": 2000, "budgets": [2000], "conversations": conversations, "methods": {}}
+    crossval.split_off(result)
+    view = result["cross_validation"]
+    assert {f["chosen"] for f in view["by_budget"]["2000"]["folds"].values()} == {
+        "passage_chars=300"
+    }
+    keyed = view["key_view"]["2000"]
+    assert {fold["chosen"] for fold in keyed["folds"].values()} == {"defaults"}
+    assert keyed["leave_one_out"] == pytest.approx(0.5)
+    assert keyed["pooled"]["passage_chars=300"] == pytest.approx(0.3)
+
+
+def test_a_run_without_the_key_sentence_view_has_no_key_view() -> None:
+    result = {"budgets": [], "conversations": summaries({"a": {}, "b": {}}), "methods": {}}
+    crossval.split_off(result)
+    assert "key_view" not in result["cross_validation"]
