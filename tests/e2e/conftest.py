@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.chroma_server import ChromaServer
+from tests.support.running_bot import start_bot  # noqa: F401  (test_bot*.py's bot, running)
 
 
 @pytest.fixture

@@ -13,17 +13,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
 
 import pytest
-import pytest_asyncio
 from langchain_core.messages import HumanMessage
 
 from app.deadline import Progress
 from app.turns import OnText, answer_turn, compile_response_graph, turn_states
 from app.views import answer_view, export_user
 from core.context import ResponseContext
-from core.deps import Deps
 from nodes.shared.agent import stream_reply
 from tests.support.messages import new_messages
 from tests.support.openai_server import ScriptedOpenAI, reply, tool_call
@@ -37,12 +34,6 @@ ANSWER = (
     "the dump and restore took 14 minutes, so production got a 30 minute window."
 )
 QUESTION = "How long did the Postgres restore take on staging?"
-
-
-@pytest_asyncio.fixture
-async def llm_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> ResponseWorld:
-    """The responder on the scripted server; enricher and reranker take their non-LLM paths."""
-    return await build_response_world(make_deps(models={"responder": server.chat_model()}))
 
 
 class Collected:

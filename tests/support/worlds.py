@@ -15,7 +15,9 @@ from core.context import ResponseContext
 from core.deps import Deps
 from core.found import PersonCandidate, TopicCandidate
 from core.records import NewMessage, TopicRow
+from core.state import ResponseState
 from graphs.reranker import build_reranker_graph
+from graphs.response import build_response_graph
 from nodes.response.tools import make_response_tools
 from tests.support.conversations import CAT_TALK, FIRST_DAY, POSTGRES_TALK, THIRD_DAY
 from tests.support.faults import topic_snapshot
@@ -231,6 +233,22 @@ class FaultWorld:
     cat_topic: int
     other_topic: int
     other_fact: dict[str, Any]
+
+
+async def run_response_turn(
+    world: ResponseWorld, text: str, now: str, **context: Any
+) -> ResponseState:
+    """Store `text` as the world's user's message at `now` and run one turn of the whole
+    response graph on it (`context`: `ResponseContext` fields)."""
+    (row,) = world.deps.indexer.store_messages(
+        USER,
+        [NewMessage(external_id=f"q-{text[:20]}", role="user", content=text, created_at=now)],
+    )
+    graph = build_response_graph(world.deps).compile()
+    return await graph.ainvoke(
+        {"text": text, "message_id": row["id"]},
+        context=ResponseContext(user_id=USER, now_iso=now, **context),
+    )
 
 
 async def build_fault_world(deps: Deps) -> FaultWorld:
