@@ -14,7 +14,12 @@ from tests.support.demo import DemoArchive, archive_demo_twice
 from tests.support.messages import new_messages
 from tests.support.openai_server import ScriptedOpenAI
 from tests.support.services import local_deps
-from tests.support.worlds import ResponseWorld, build_response_world
+from tests.support.worlds import (
+    RerankWorld,
+    ResponseWorld,
+    build_rerank_world,
+    build_response_world,
+)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -41,3 +46,10 @@ async def llm_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> R
     server; the enricher and reranker take their non-LLM paths. A module may define its
     own `llm_world`."""
     return await build_response_world(make_deps(models={"responder": server.chat_model()}))
+
+
+@pytest.fixture
+def rerank_world(make_deps: Callable[..., Deps], server: ScriptedOpenAI) -> RerankWorld:
+    """The rerank world (`tests.support.worlds`), with the reranker model pointed at the
+    scripted server."""
+    return build_rerank_world(make_deps(models={"reranker": server.chat_model()}))
