@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.openai_script import HttpError, Reply, ToolCalls, _embed_tokens, _tokens_of
+from tests.support.openai_script import HttpError, Reply, ToolCalls, embed_tokens, tokens_of
 
 # Mirrors the error "type" the real API uses for the common statuses, so that code inspecting
 # ``exc.body["type"]`` sees realistic values.
@@ -67,9 +67,9 @@ def embeddings_body(body: dict[str, Any], default_dim: int) -> dict[str, Any]:
     data: list[dict[str, Any]] = []
     total_tokens = 0
     for index, item in enumerate(inputs):
-        tokens = _tokens_of(item)
+        tokens = tokens_of(item)
         total_tokens += len(tokens)
-        vector = _embed_tokens(tokens, dim)
+        vector = embed_tokens(tokens, dim)
         embedding: Any = vector
         if as_base64:
             # The openai client asks for base64 by default and decodes little-endian float32.

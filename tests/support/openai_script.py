@@ -252,7 +252,7 @@ def respond(fn: Callable[[dict[str, Any]], Step | Awaitable[Step]]) -> Respond:
 # --------------------------------------------------------------------------------------------
 
 
-def _tokens_of(item: Any) -> list[str]:
+def tokens_of(item: Any) -> list[str]:
     """Words of one embeddings input.  Token-id arrays (what LangChain sends when
     ``check_embedding_ctx_length`` is on) are treated as words so they still embed sensibly."""
     if isinstance(item, str):
@@ -262,7 +262,7 @@ def _tokens_of(item: Any) -> list[str]:
     return [json.dumps(item)]
 
 
-def _embed_tokens(tokens: Sequence[str], dim: int) -> list[float]:
+def embed_tokens(tokens: Sequence[str], dim: int) -> list[float]:
     """Signed feature hashing of a bag of words, L2-normalised.
 
     Signed hashing makes unrelated texts near-orthogonal in expectation while texts that share
@@ -288,4 +288,4 @@ def _embed_tokens(tokens: Sequence[str], dim: int) -> list[float]:
 def embed_text(text: str, dim: int = 16) -> list[float]:
     """The vector the server returns for ``text`` -- exposed so tests can compute expected
     similarities or pre-populate stores without an HTTP round trip."""
-    return _embed_tokens(_tokens_of(text), dim)
+    return embed_tokens(tokens_of(text), dim)
