@@ -53,7 +53,8 @@ class Evidence(TypedDict):
     the context's excerpts are ranked by."""
 
     text_hits: list[list[int]]
-    """Message ids hit by full-text (BM25) search, best first, one list per query."""
+    """Message ids hit by full-text (BM25) search, best first, one list per query; long
+    messages ranked by their best passage (`nodes.response.ranking.text_passages`)."""
     vector_hits: list[list[int]]
     """Message ids nearest to each query's vector, best first, one list per query."""
     dated: list[int]

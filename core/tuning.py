@@ -75,6 +75,10 @@ class Tuning:
     excerpt_passage_chars: int
     """The most characters of one passage of a long message (`nodes.response.ranking.passages`);
     0: long messages are shown whole."""
+    excerpt_text_pool: int
+    """How deep the full-text message list runs for the context's evidence, ranked again
+    with each message longer than a passage by its best one
+    (`nodes.response.ranking.text_passages`); at most `message_hits_count`: off."""
     excerpt_preference_chars: int
     """For a request for advice, the user's messages up to this long that state a
     preference ("I prefer …") among the turn's hits lead after the standing instructions,

@@ -11,6 +11,7 @@ from core.ports import Store, VectorKind
 from nodes.response.ranking.dates import named_periods
 from nodes.response.ranking.floors import SIGNALS, Signal
 from nodes.response.ranking.speakers import name_stems, named_speakers, without_names
+from nodes.response.ranking.text_passages import passage_ranked
 from nodes.response.vector_reads import VectorReads
 from nodes.shared.clock import turn_moment
 
@@ -48,6 +49,9 @@ class Hits:
     held: frozenset[str] = frozenset()
     """The kinds of record the user holds (`Store.holding`), documents' passages among
     them: a kind not held was not searched."""
+    evidence_scored: list[list[tuple[int, float]]] | None = None
+    """The full-text message hits the context is filled from, long messages ranked by
+    their best passage (`evidence_search`); None: `message_scored`."""
 
     @property
     def topic_text(self) -> list[list[int]]:
@@ -56,6 +60,11 @@ class Hits:
     @property
     def message_text(self) -> list[list[int]]:
         return [[i for i, _ in hits] for hits in self.message_scored]
+
+    @property
+    def evidence_text(self) -> list[list[int]]:
+        scored = self.message_scored if self.evidence_scored is None else self.evidence_scored
+        return [[i for i, _ in hits] for hits in scored]
 
     def signals(
         self, archived: Container[int], message_of: Mapping[int, int] | None = None
@@ -128,10 +137,11 @@ def find_hits(
             store.topics.search(user_id, query, context.retrieved_topics_count) for query in queries
         ]
     )
-    message_scored = [
-        message_search(store, user_id, query, context.tuning.message_hits_count)
+    searched = [
+        searched_messages(store, user_id, query, context.tuning.message_hits_count)
         for query in queries
     ]
+    message_scored = [found for _, found in searched]
     passage_text = [
         store.attachments.search(user_id, query, context.tuning.message_hits_count)
         if "passages" in held
@@ -156,6 +166,9 @@ def find_hits(
         queries=queries,
         dated=dated,
         held=frozenset(held),
+        evidence_scored=[
+            evidence_search(store, context, query, found) for query, found in searched
+        ],
     )
 
 
@@ -175,7 +188,16 @@ def message_vector_ids(hits: Hits) -> list[list[int]]:
 
 
 def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-    """BM25 over the user's archived conversation: (message id, score), best first.
+    """BM25 over the user's archived conversation: (message id, score), best first
+    (`searched_messages`' hits)."""
+    return searched_messages(store, user_id, query, limit)[1]
+
+
+def searched_messages(
+    store: Store, user_id: int, query: str, limit: int
+) -> tuple[str, list[tuple[int, float]]]:
+    """BM25 over the user's archived conversation: the query searched and its hits,
+    (message id, score), best first.
 
     When the query names some of the hits' authors but not all (`named_speakers`), the
     hits are those of the query without the names: a person's name is written by the
@@ -184,12 +206,32 @@ def message_search(store: Store, user_id: int, query: str, limit: int) -> list[t
     nobody, so the hits' authors are not read."""
     found = store.messages.search(user_id, query, limit)
     if not name_stems(query):
-        return found
+        return query, found
     named = named_speakers(
         [query], store.messages.authors_of(user_id, [i for i, _ in found]).values()
     )
     rest = without_names(query, named) if named else None
-    return store.messages.search(user_id, rest, limit) if rest else found
+    return (rest, store.messages.search(user_id, rest, limit)) if rest else (query, found)
+
+
+def evidence_search(
+    store: Store, context: ResponseContext, query: str, found: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """The hits of `query` for the context's evidence: the deeper list of
+    `excerpt_text_pool` hits ranked again, long messages by their best passage
+    (`passage_ranked`); `found` (its best page) itself with no pool, no passages or no
+    message longer than one."""
+    tuning, user_id = context.tuning, context.user_id
+    limit = tuning.message_hits_count
+    if not found or tuning.excerpt_text_pool <= limit or tuning.excerpt_passage_chars <= 0:
+        return found
+    pool = found
+    if len(found) >= limit:
+        pool = store.messages.search(user_id, query, tuning.excerpt_text_pool)
+    texts = {
+        row["id"]: row["content"] for row in store.messages.by_ids(user_id, [i for i, _ in pool])
+    }
+    return passage_ranked(found, pool, texts, query, tuning.excerpt_passage_chars, limit)
 
 
 DATED_READ = 2_000

@@ -190,7 +190,7 @@ def hybrid_search(deps: Deps, context: ResponseContext, queries: Sequence[str]) 
             people=people_candidates(deps, context, hits),
             facts=fact_candidates(deps, context, hits),
             evidence=Evidence(
-                text_hits=hits.message_text, vector_hits=message_vector_ids(hits), dated=hits.dated
+                text_hits=hits.evidence_text, vector_hits=message_vector_ids(hits), dated=hits.dated
             ),
         )
     }
