@@ -142,6 +142,9 @@ def find_hits(
         for query in queries
     ]
     message_scored = [found for _, found in searched]
+    evidence = deps.search_threads.submit(
+        lambda: [evidence_search(store, context, query, found) for query, found in searched]
+    )
     passage_text = [
         store.attachments.search(user_id, query, context.tuning.message_hits_count)
         if "passages" in held
@@ -166,9 +169,7 @@ def find_hits(
         queries=queries,
         dated=dated,
         held=frozenset(held),
-        evidence_scored=[
-            evidence_search(store, context, query, found) for query, found in searched
-        ],
+        evidence_scored=evidence.result(),
     )
 
 
@@ -219,19 +220,20 @@ def evidence_search(
 ) -> list[tuple[int, float]]:
     """The hits of `query` for the context's evidence: the deeper list of
     `excerpt_text_pool` hits ranked again, long messages by their best passage
-    (`passage_ranked`); `found` (its best page) itself with no pool, no passages or no
-    message longer than one."""
+    (`passage_ranked`). `found` (its best page) itself with no pool or no passages, or
+    when no message of that page is longer than a passage: a memory of short messages
+    pays for no deeper search."""
     tuning, user_id = context.tuning, context.user_id
-    limit = tuning.message_hits_count
-    if not found or tuning.excerpt_text_pool <= limit or tuning.excerpt_passage_chars <= 0:
+    limit, chars = tuning.message_hits_count, tuning.excerpt_passage_chars
+    if not found or tuning.excerpt_text_pool <= limit or chars <= 0:
+        return found
+    if not store.messages.contents(user_id, [i for i, _ in found], longer_than=chars):
         return found
     pool = found
     if len(found) >= limit:
         pool = store.messages.search(user_id, query, tuning.excerpt_text_pool)
-    texts = {
-        row["id"]: row["content"] for row in store.messages.by_ids(user_id, [i for i, _ in pool])
-    }
-    return passage_ranked(found, pool, texts, query, tuning.excerpt_passage_chars, limit)
+    texts = store.messages.contents(user_id, [i for i, _ in pool])
+    return passage_ranked(found, pool, texts, query, chars, limit)
 
 
 DATED_READ = 2_000

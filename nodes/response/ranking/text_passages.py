@@ -9,8 +9,9 @@ ranked again as units: a message longer than a passage (`excerpt_passage_chars`)
 passages (`nodes.response.ranking.passages.split_passages`), a shorter one itself; each
 unit is scored by FTS5's formula and constants over the list's units (their count, mean
 length and each stem's units), and a message by its best unit. The best `limit` are the
-hits. A list with no message longer than a passage is the store's as it is, so a
-conversation of short messages ranks exactly as the store ranks it.
+hits. A list with no message longer than a passage is the store's as it is (and
+`nodes.response.hits.evidence_search` reads no deeper list when the store's best page
+holds none), so a conversation of short messages ranks exactly as the store ranks it.
 """
 
 from __future__ import annotations
