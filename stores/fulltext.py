@@ -53,6 +53,12 @@ def query_stems(text: str) -> list[str]:
     return list(dict.fromkeys(word[:PREFIX_LETTERS] for word in query_terms(text)))
 
 
+def indexed_words(text: str | None) -> list[str]:
+    """`text`'s words as the full-text indexes hold them: lower-cased, in order, repeats
+    kept (`user_words` puts each behind its user's tag)."""
+    return _WORD.findall((text or "").lower())
+
+
 def user_tag(user_id: int) -> str:
     """The fixed-width tag every word of `user_id` is indexed behind: `p` or `n` for the
     sign and 16 hex digits. Fixed width, so no tag is a prefix of another user's tag and
@@ -67,7 +73,7 @@ def user_words(user_id: int, text: str | None) -> str:
     what this returns needs a migration that rebuilds the indexes: a contentless index
     forgets a row by being given the very words it was given for it."""
     tag = user_tag(user_id)
-    return " ".join(tag + word for word in _WORD.findall((text or "").lower()))
+    return " ".join(tag + word for word in indexed_words(text))
 
 
 def user_phrases(user_id: int, text: str) -> list[str]:

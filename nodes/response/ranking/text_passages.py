@@ -17,15 +17,13 @@ holds none), so a conversation of short messages ranks exactly as the store rank
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
 from nodes.response.ranking.passages import split_passages
-from stores.fulltext import query_stems
+from stores.fulltext import indexed_words, query_stems
 
 K1, B = 1.2, 0.75
 """FTS5's BM25 constants (as `stores.relational.postgres` scores)."""
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def passage_ranked(
@@ -49,7 +47,7 @@ def passage_ranked(
     }
     if all(len(found) == 1 for found in units.values()):
         return list(hits[:limit])
-    words = {i: [_WORD.findall(unit.lower()) for unit in found] for i, found in units.items()}
+    words = {i: [indexed_words(unit) for unit in found] for i, found in units.items()}
     stats = _Stats.of([unit for found in words.values() for unit in found], stems)
     place = {message_id: n for n, (message_id, _) in enumerate(pool)}
     scores = {i: max(stats.score(unit) for unit in found) for i, found in words.items()}
