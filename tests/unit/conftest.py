@@ -21,6 +21,7 @@ import pytest
 from core.deps import Deps
 from core.models import ModelRegistry
 from stores.indexing import Indexer
+from stores.relational import RelationalStore
 from stores.services import build_deps
 from tests.support.services import closing_each, isolated_settings
 
@@ -65,6 +66,12 @@ def embedder() -> NoReturn:
 @pytest.fixture
 def server() -> NoReturn:
     pytest.fail(f"a unit test asked for a server on loopback: {MOVE}")
+
+
+@pytest.fixture
+def store(relational_store: RelationalStore) -> RelationalStore:
+    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
+    return relational_store
 
 
 @pytest.fixture
