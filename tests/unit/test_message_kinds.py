@@ -21,12 +21,6 @@ from tests.support.legacy_schema import add_before_kinds
 from tests.support.messages import BASE_TIME, ids, new_messages
 
 
-@pytest.fixture
-def store(relational_store: RelationalStore) -> RelationalStore:
-    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
-    return relational_store
-
-
 def memory_answer(external_id: str, content: str, minute: int) -> NewMessage:
     return NewMessage(
         external_id=external_id,

@@ -14,12 +14,6 @@ from stores.relational import RelationalStore
 SOURCES = {"topics": [{"id": 4, "reason": "the vet", "excerpt": None}], "facts": [{"id": 2}]}
 
 
-@pytest.fixture
-def store(relational_store: RelationalStore) -> RelationalStore:
-    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
-    return relational_store
-
-
 def conversation(store: RelationalStore, user_id: int, make_messages, prefix: str) -> list[int]:
     """A question and its answer of `user_id`; their row ids."""
     question, answer = make_messages(["What did the vet say?", "Rest for a week."], prefix=prefix)

@@ -13,12 +13,6 @@ from core.records import NewMessage
 from stores.relational import RelationalStore
 
 
-@pytest.fixture
-def store(relational_store: RelationalStore) -> RelationalStore:
-    """The store on each engine (SQLite, and PostgreSQL where a server answers)."""
-    return relational_store
-
-
 def pending(store: RelationalStore, user_id: int, kind: str) -> list[int]:
     return store.vector_queue.pending(user_id, kind)
 

@@ -18,11 +18,6 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 DUE = NOW + timedelta(days=1)
 
 
-@pytest.fixture
-def store(relational_store: RelationalStore) -> RelationalStore:
-    return relational_store
-
-
 def said(store: RelationalStore, user_id: int, text: str, external_id: str) -> int:
     message = NewMessage(
         external_id=external_id, role="user", content=text, created_at=NOW.isoformat()

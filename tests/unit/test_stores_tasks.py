@@ -15,11 +15,6 @@ NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 DAILY = "FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0"
 
 
-@pytest.fixture
-def store(relational_store: RelationalStore) -> RelationalStore:
-    return relational_store
-
-
 def test_a_task_is_its_users_alone(store: RelationalStore):
     task = store.tasks.add(1, " call mom ", NOW, "Europe/Moscow", None)
 
