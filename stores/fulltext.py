@@ -13,6 +13,7 @@ engine takes all three from the user's rows.
 
 from __future__ import annotations
 
+import math
 import re
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -36,6 +37,23 @@ could would should will just there here all any some into over also then и в �
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 PREFIX_LETTERS = 5
+
+BM25_K1, BM25_B = 1.2, 0.75
+"""FTS5's BM25 constants, for the scores computed outside SQLite (the PostgreSQL engine,
+the passage ranking), so that every engine ranks as FTS5 does."""
+
+
+def bm25_idf(total: int, frequency: int) -> float:
+    """FTS5's inverse document frequency (a term in over half the rows counts 1e-6)."""
+    value = math.log((total - frequency + 0.5) / (frequency + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def bm25_term(idf: float, frequency: int, length: float, mean_length: float) -> float:
+    """One term's share of FTS5's BM25 for a document of `length` words holding it
+    `frequency` times, among documents of `mean_length` words."""
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / mean_length)
+    return idf * frequency * (BM25_K1 + 1) / (frequency + norm)
 
 
 def query_terms(text: str) -> list[str]:

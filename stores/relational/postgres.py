@@ -14,7 +14,6 @@ that the relevance floors keep their meaning on either engine.
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,7 +27,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
 from core.errors import StoreError
-from stores.fulltext import COMMON_MATCHES, query_stems
+from stores.fulltext import COMMON_MATCHES, bm25_idf, bm25_term, query_stems
 from stores.relational.database import RANKED_PAGE, Database, FullTextQuery
 from stores.relational.postgres_schema import MIGRATIONS, SET_UP
 
@@ -37,7 +36,6 @@ MIGRATION_LOCK = 0x70_71_CA_00
 then find the work done (the key is shared by every schema of the database, since the
 extensions they set up are per database)."""
 
-BM25_K1, BM25_B = 1.2, 0.75  # FTS5's constants
 _PARAMETER = re.compile(r"\?")
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 """A schema name written into SQL as it is (`TOPICA_DATABASE_SCHEMA`, `copy --schema`)."""
@@ -262,7 +260,7 @@ class PostgresDatabase(Database):
         total, mean_length = stats[0], float(stats[1]) or 1.0
         if not total:
             return []
-        idf = [_idf(total, frequency) for frequency in stats[2:]]
+        idf = [bm25_idf(total, frequency) for frequency in stats[2:]]
         matches = self.rows(
             "SELECT r.id, r.fts_tokens AS length, t.position, sum(array_length(l.positions, 1)) "
             f"FROM {table} r CROSS JOIN LATERAL unnest(r.tsv) l "
@@ -277,8 +275,7 @@ class PostgresDatabase(Database):
         common = {n + 1 for n, count in enumerate(stats[2:]) if count >= COMMON_MATCHES}
         rare_rows: set[int] = set()
         for record_id, length, position, frequency in matches:
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / mean_length)
-            score = idf[position - 1] * frequency * (BM25_K1 + 1) / (frequency + norm)
+            score = bm25_term(idf[position - 1], frequency, length, mean_length)
             scores[record_id] = scores.get(record_id, 0.0) + score
             if position not in common:
                 rare_rows.add(record_id)
@@ -302,9 +299,3 @@ class PostgresDatabase(Database):
     @property
     def schema_version(self) -> int:
         return self.rows("SELECT COALESCE(max(version), 0) FROM schema_migrations")[0][0]
-
-
-def _idf(total: int, frequency: int) -> float:
-    """FTS5's inverse document frequency (a term in over half the rows counts 1e-6)."""
-    value = math.log((total - frequency + 0.5) / (frequency + 0.5))
-    return value if value > 0 else 1e-6

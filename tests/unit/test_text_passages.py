@@ -10,7 +10,9 @@ import re
 import pytest
 
 from nodes.response.ranking.passages import split_passages
-from nodes.response.ranking.text_passages import K1, B, passage_ranked
+from nodes.response.ranking.text_passages import passage_ranked
+from stores.fulltext import BM25_B as B
+from stores.fulltext import BM25_K1 as K1
 
 WORD = re.compile(r"[^\W_]+")
 FILLER = "The weather report covered " + ", ".join(["clouds and wind over a calm sea"] * 16) + "."

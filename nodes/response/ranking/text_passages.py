@@ -16,14 +16,10 @@ holds none), so a conversation of short messages ranks exactly as the store rank
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 from nodes.response.ranking.passages import split_passages
-from stores.fulltext import indexed_words, query_stems
-
-K1, B = 1.2, 0.75
-"""FTS5's BM25 constants (as `stores.relational.postgres` scores)."""
+from stores.fulltext import bm25_idf, bm25_term, indexed_words, query_stems
 
 
 def passage_ranked(
@@ -65,16 +61,15 @@ class _Stats:
     def of(cls, documents: Sequence[Sequence[str]], stems: Sequence[str]) -> _Stats:
         total = len(documents)
         frequency = [sum(any(w.startswith(s) for w in d) for d in documents) for s in stems]
-        idf = [max(math.log((total - f + 0.5) / (f + 0.5)), 1e-6) for f in frequency]
+        idf = [bm25_idf(total, f) for f in frequency]
         mean = sum(len(d) for d in documents) / total if total else 1.0
         return cls(stems, idf, mean or 1.0)
 
     def score(self, words: Sequence[str]) -> float:
         """BM25 of one document (its words) for the stems."""
-        norm = K1 * (1 - B + B * len(words) / self.mean_length)
         total = 0.0
         for stem, idf in zip(self.stems, self.idf, strict=True):
             frequency = sum(word.startswith(stem) for word in words)
             if frequency:
-                total += idf * frequency * (K1 + 1) / (frequency + norm)
+                total += bm25_term(idf, frequency, len(words), self.mean_length)
         return total
