@@ -45,7 +45,7 @@ from nodes.response.ranking.passages import Item
 from nodes.response.ranking.recall import Recall, rank_items
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
-from nodes.response.topic_content import excerpt_header, topic_header
+from nodes.response.topic_content import excerpt_header, topic_date, topic_header
 from nodes.shared.budget import CHARS_PER_TOKEN
 
 
@@ -81,6 +81,8 @@ class Fit:
     """Each topic's unit key."""
     members: Sequence[tuple[int, Sequence[MessageRow]]]
     headers: Mapping[int, tuple[int, int]]
+    days: Mapping[int, str]
+    """Each topic's header date (`topic_date`)."""
     recall: Recall
     ranking: Ranking
 
@@ -99,7 +101,7 @@ class Fit:
         """What `fill_budgets` puts in a context of each budget (tokens as `count_tokens`
         counts them: the characters `fill_budget` charges, a token per `CHARS_PER_TOKEN`)."""
         chars = [max(0, budget - TOKENS_PER_TEXT) * CHARS_PER_TOKEN for budget in budgets]
-        filled = fill_budgets(self.members, self.headers, self.ranked, chars)
+        filled = fill_budgets(self.members, self.headers, self.ranked, chars, days=self.days)
         external = self.corpus.external_of
         return {
             budget: Packed(
@@ -143,6 +145,7 @@ class Topica:
         self._context: ResponseContext | None = None
         self._units: dict[int, Unit] = {}
         self._members: dict[int, list[int]] = {}
+        self._days: dict[int, str] = {}
         self.config: dict[str, object] = {}
         """What this run retrieved with, for the report (set by `prepare`)."""
 
@@ -178,6 +181,7 @@ class Topica:
             topic_id: [corpus.rows[i]["id"] for i in external_ids]
             for topic_id, external_ids in members.items()
         }
+        self._days = {topic["id"]: topic_date(topic) for topic in topics}
         self._units = {
             topic["id"]: Unit(
                 key=f"topic:{topic['id']}",
@@ -210,7 +214,8 @@ class Topica:
             for topic_id, _ in members
         }
         keys = {topic_id: self._units[topic_id].key for topic_id, _ in members}
-        return Fit(corpus, keys, members, headers, recall, ranking)
+        days = {topic_id: self._days[topic_id] for topic_id, _ in members}
+        return Fit(corpus, keys, members, headers, days, recall, ranking)
 
     async def retrieve(self, corpus: Corpus, question: str) -> Retrieval:
         assert self._graph is not None, "prepare() first"

@@ -116,13 +116,20 @@ def short_time(iso: str) -> str:
     return parse_timestamp(iso).strftime("%Y-%m-%d %H:%M")
 
 
-def transcript(messages: Sequence[MessageRow], *, with_ids: bool = False) -> str:
+def transcript(
+    messages: Sequence[MessageRow], *, with_ids: bool = False, day: str | None = None
+) -> str:
     """`[User (Alexei) (2026-03-02 09:14)]: text` lines, optionally prefixed by `[id=N]`;
-    the text (and author) `neutralize`d, so a message cannot forge another line or tag."""
+    the text (and author) `neutralize`d, so a message cannot forge another line or tag.
+    Under a header that gives the date (`day`, `YYYY-MM-DD`: a topic block's), a message
+    written that day shows its time alone, `[User (Alexei) (09:14)]`, and one written
+    on another day its date too."""
     lines = []
     for message in messages:
         prefix = f"[id={message['id']}] " if with_ids else ""
         when = short_time(message["created_at"])
+        if day is not None and when.startswith(f"{day} "):
+            when = when[len(day) + 1 :]
         lines.append(f"{prefix}[{speaker(message)} ({when})]: {neutralize(message['content'])}")
     return "\n".join(lines)
 

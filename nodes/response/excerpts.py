@@ -9,7 +9,7 @@ from core.records import MessageRow
 from nodes.response.ranking.fill import fill_budget
 from nodes.response.ranking.recall import Recall
 from nodes.response.ranking.weights import Ranking
-from nodes.response.topic_content import excerpt_header, topic_header
+from nodes.response.topic_content import excerpt_header, topic_date, topic_header
 
 
 def relevant_excerpts(
@@ -35,5 +35,6 @@ def relevant_excerpts(
         for topic_id in headers
         if topic_id not in given
     ]
-    filled = fill_budget(members, headers, recall, ranking, max_chars, given)
+    days = {topic["id"]: topic_date(topic) for topic in topics}
+    filled = fill_budget(members, headers, recall, ranking, max_chars, given, days)
     return filled.topics, filled.excerpts

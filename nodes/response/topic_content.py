@@ -112,7 +112,7 @@ def render_topics_content(
         else:
             header = topic_header(topic)
             messages = with_documents(store, user_id, store.messages.of_topic(user_id, topic["id"]))
-            entries = [transcript([message]) for message in messages]
+            entries = [transcript([message], day=topic_date(topic)) for message in messages]
         block: str | None = "\n".join([header, "", *entries])
         separator = 2 if blocks else 0
         if max_chars is not None and used + separator + len(block) > max_chars:

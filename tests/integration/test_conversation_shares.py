@@ -78,7 +78,7 @@ def test_the_reply_that_opens_the_next_topic_shares_the_hit(deps: Deps, pause) -
         topics,
         Recall(text_hits=hits),
         Ranking.of(ResponseContext(user_id=USER)),
-        500,
+        420,
     )
     assert shown == topics
     kept = {

@@ -128,3 +128,33 @@ def test_a_standing_instruction_the_turns_hits_reach_leads_the_fill() -> None:
     assert order([*range(100, 100 + depth), 5])[0] == 1
     off = Ranking(replace(Ranking().tuning, excerpt_rule_hits=0))
     assert order([3, 5], off)[0] == 1
+
+
+
+def test_under_its_topics_date_a_line_shows_its_time_and_another_days_line_its_date() -> None:
+    # The header gives the topic's date; a line of that day needs only its time, so the
+    # same budget holds more. A message of the next day keeps its date, and so does every
+    # line when the days are not given.
+    late = {**row(5, "user", "The tower was closed, so we went on Monday."), "topic_id": 2}
+    late["created_at"] = "2026-03-03T10:15:00+00:00"
+    notes = {**row(6, "assistant", ANSWER.replace("tower opens", "museum shuts")), "topic_id": 2}
+    members = [MEMBERS[0], (2, [*MEMBERS[1][1], late, notes])]
+    ranked = rank_items(members, RECALL, Ranking())
+    dated, compact = (
+        fill_budgets(members, HEADERS, ranked, [1_500], days=days)[0]
+        for days in (None, {1: "2026-03-02", 2: "2026-03-02"})
+    )
+    assert compact.shown == dated.shown == {1, 2, 3, 4, 5, 6}
+    shown = compact.excerpts[2].split("\n")
+    assert shown[:3] == [
+        "[User (09:03)]: I bought the tickets for Sunday.",
+        "[Assistant (09:04)]: Enjoy!",
+        "[User (2026-03-03 10:15)]: The tower was closed, so we went on Monday.",
+    ]
+    assert shown[3].startswith("[Assistant (09:06)]: ")
+    assert dated.excerpts[2].split("\n")[:2] == [
+        "[User (2026-03-02 09:03)]: I bought the tickets for Sunday.",
+        "[Assistant (2026-03-02 09:04)]: Enjoy!",
+    ]
+    # Five of the six lines shown are of the header's day: each without its date and a space.
+    assert dated.chars - compact.chars == 5 * len("2026-03-02 ")

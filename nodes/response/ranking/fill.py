@@ -39,14 +39,17 @@ def fill_budget(
     ranking: Ranking,
     max_chars: int,
     given: Mapping[int, str] | None = None,
+    days: Mapping[int, str] | None = None,
 ) -> Filled:
     """The topics of `headers` cut to their most relevant messages within `max_chars`.
 
     `headers` are every topic to show, in order, with its header's size when shown in
     part and whole; `members` are the messages of those not `given` (the reranker's
-    excerpts, which keep their text and take their room first)."""
+    excerpts, which keep their text and take their room first). `days` are the dates the
+    topics' headers give (`topic_date`): a message of that day shows its time alone
+    (`core.text.transcript`)."""
     ranked = rank_items(members, recall, ranking)
-    return fill_budgets(members, headers, ranked, [max_chars], given)[0]
+    return fill_budgets(members, headers, ranked, [max_chars], given, days)[0]
 
 
 def fill_budgets(
@@ -55,16 +58,18 @@ def fill_budgets(
     ranked: tuple[Sequence[Item], Mapping[int, Sequence[str]]],
     budgets: Sequence[int],
     given: Mapping[int, str] | None = None,
+    days: Mapping[int, str] | None = None,
 ) -> list[Filled]:
     """`fill_budget` at each of `budgets` (characters) from `members` ranked once
     (`rank_items`: the items in order and the passages of the long messages)."""
     given = dict(given or {})
     used = sum(headers[t][0] + BLOCK_CHARS + len(text) for t, text in given.items() if t in headers)
     items, passages = ranked
-    lines = {m["id"]: transcript([m]) for _, messages in members for m in messages}
+    day_of = {m["id"]: (days or {}).get(t) for t, messages in members for m in messages}
+    lines = {m: transcript([row], day=day_of[m]) for m, row in _rows(members).items()}
     filled = []
     for max_chars in budgets:
-        fitted = Fitting(members, passages, headers, used, lines)
+        fitted = Fitting(members, passages, headers, used, lines, day_of)
         for item in items:
             fitted.add(item, max_chars)
         filled.append(fitted.filled(given))
@@ -84,10 +89,12 @@ class Fitting:
         headers: Mapping[int, tuple[int, int]],
         used: int,
         lines: Mapping[int, str],
+        day_of: Mapping[int, str | None],
     ) -> None:
         self.members = members
-        self.rows = {m["id"]: m for _, messages in members for m in messages}
+        self.rows = _rows(members)
         self.lines = lines
+        self.day_of = day_of
         self.sizes = {topic_id: len(messages) for topic_id, messages in members}
         self.passages = passages
         self.headers = headers
@@ -147,5 +154,10 @@ class Fitting:
         if message_id in self.complete:
             return self.lines[message_id]
         if self.parts.get(message_id):
-            return cut_line(message, self.passages[message_id], self.parts[message_id])
+            parts = self.parts[message_id]
+            return cut_line(message, self.passages[message_id], parts, self.day_of[message_id])
         return None
+
+
+def _rows(members: Sequence[tuple[int, Sequence[MessageRow]]]) -> dict[int, MessageRow]:
+    return {m["id"]: m for _, messages in members for m in messages}

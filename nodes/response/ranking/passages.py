@@ -141,6 +141,12 @@ def cut_text(parts: Sequence[str], chosen: set[int] | frozenset[int]) -> str:
     return " ".join(shown)
 
 
-def cut_line(row: MessageRow, parts: Sequence[str], chosen: set[int] | frozenset[int]) -> str:
-    """The message's transcript line with only its `chosen` passages (`cut_text`)."""
-    return transcript([{**row, "content": cut_text(parts, chosen)}])
+def cut_line(
+    row: MessageRow,
+    parts: Sequence[str],
+    chosen: set[int] | frozenset[int],
+    day: str | None = None,
+) -> str:
+    """The message's transcript line with only its `chosen` passages (`cut_text`), under
+    a header of `day` (`core.text.transcript`)."""
+    return transcript([{**row, "content": cut_text(parts, chosen)}], day=day)
