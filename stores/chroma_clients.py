@@ -14,13 +14,15 @@ import itertools
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.settings import Settings
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
 
 LOG_NAME = "topica-writes.log"
 
@@ -101,3 +103,24 @@ class ChromaWrites:
             return self.path.stat().st_size
         except FileNotFoundError:
             return 0
+
+
+def records_with_vectors(collection: Collection, ids: Sequence[str]) -> list[tuple[str, Any, Any]]:
+    """(id, metadata, embedding) of the records among `ids` that have both.
+
+    Chroma's `get` reads the ids and metadata from its metadata segment and the
+    embeddings from its vector segment, and keeps only the embeddings found: while the
+    vector segment has yet to take in a record another writer just added (a replica
+    beside this one), the embeddings are fewer than the ids and no longer line up with
+    them. Then each id is read alone, and one still without its embedding is left out, as
+    a record not yet indexed is."""
+    found = collection.get(ids=list(ids), include=["metadatas", "embeddings"])
+    embeddings = found["embeddings"]
+    if embeddings is not None and len(embeddings) == len(found["ids"]):
+        return list(zip(found["ids"], found["metadatas"], embeddings, strict=True))
+    alone = [collection.get(ids=[i], include=["metadatas", "embeddings"]) for i in found["ids"]]
+    return [
+        (one["ids"][0], one["metadatas"][0], one["embeddings"][0])
+        for one in alone
+        if one["ids"] and one["embeddings"] is not None and len(one["embeddings"]) == 1
+    ]

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import VectorStoreUnavailable
 from core.ports import VECTOR_KINDS, VectorKind
-from stores.chroma_clients import ChromaWrites, detach_local_system, lost_connection
+from stores.chroma_clients import (
+    ChromaWrites,
+    detach_local_system,
+    lost_connection,
+    records_with_vectors,
+)
 from stores.chroma_clients import build_chroma_client as build_chroma_client
 
 if TYPE_CHECKING:  # chromadb (and numpy) load on the first connection, not with every command
@@ -248,22 +253,18 @@ class VectorStore:
 
         Fetched from the user's collection by id alone (an index lookup; `ids` with a
         `where` costs time that grows with ids times records), then checked against
-        their `user_id` metadata.
+        their `user_id` metadata. With `embeddings`, a record whose vector Chroma does not
+        give yet is left out (`records_with_vectors`).
         """
-        include: list[Any] = ["metadatas", "embeddings"] if embeddings else ["metadatas"]
-        found = self._use(
-            kind,
-            user_id,
-            lambda collection: collection.get(
-                ids=[str(record_id) for record_id in dict.fromkeys(ids)], include=include
-            ),
-        )
-        vectors = found["embeddings"] if embeddings else [None] * len(found["ids"])
+        wanted = [str(record_id) for record_id in dict.fromkeys(ids)]
+        if embeddings:
+            records = self._use(kind, user_id, lambda c: records_with_vectors(c, wanted))
+        else:
+            found = self._use(kind, user_id, lambda c: c.get(ids=wanted, include=["metadatas"]))
+            records = [(i, m, None) for i, m in zip(found["ids"], found["metadatas"], strict=True)]
         return {
             record_id: vector
-            for record_id, metadata, vector in zip(
-                found["ids"], found["metadatas"], vectors, strict=True
-            )
+            for record_id, metadata, vector in records
             if (metadata or {}).get("user_id") == user_id
         }
 
