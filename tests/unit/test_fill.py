@@ -130,7 +130,6 @@ def test_a_standing_instruction_the_turns_hits_reach_leads_the_fill() -> None:
     assert order([3, 5], off)[0] == 1
 
 
-
 def test_under_its_topics_date_a_line_shows_its_time_and_another_days_line_its_date() -> None:
     # The header gives the topic's date; a line of that day needs only its time, so the
     # same budget holds more. A message of the next day keeps its date, and so does every
