@@ -31,6 +31,47 @@ def sample(metrics: str, name: str, labels: str = "") -> float:
     return float(found.group(1)) if found else 0.0
 
 
+MOVING = [
+    ("topica_topics_search_duration_seconds_count", ""),
+    ("topica_topics_search_results_count", ""),
+    ("topica_reranker_duration_seconds_count", ""),
+    ("topica_reranker_candidates_input_count", ""),
+    ("topica_topics_reranker_selected_count", ""),
+    ("topica_rag_latency_seconds_count", 'source="auto"'),
+    ("topica_message_telegram_duration_seconds_count", ""),
+    ("topica_topics_extracted_total", ""),
+    ("topica_splitter_duration_seconds_count", ""),
+    ("topica_topics_size_chars_count", ""),
+    ("topica_merger_duration_seconds_count", ""),
+]
+"""The metrics (and labels) a conversation and its archiving must move."""
+
+
+async def converse(api: FakeBotAPI, client: httpx.AsyncClient, url: str) -> tuple[str, str]:
+    """The metrics before Alice's conversation, and after its answers and its archiving."""
+    before = (await client.get(f"{url}/metrics")).text
+    for answered, text in enumerate(
+        (
+            "My cat Marzipan has kidney disease, the vet said renal diet.",
+            "I also bought Asics Novablast shoes for the half-marathon.",
+        ),
+        start=1,
+    ):
+        api.send_text(ALICE, text)
+        await api.wait_for_sent(ALICE.id, answered, within_s=60)
+    api.send_text(ALICE, "What did the vet say about Marzipan?")
+    await api.wait_for_sent(ALICE.id, 3, within_s=60)
+
+    async def archived() -> str:
+        while True:
+            text = (await client.get(f"{url}/metrics")).text
+            if sample(text, "topica_topics_extracted_total"):
+                return text
+            await asyncio.sleep(0.5)
+
+    return before, await asyncio.wait_for(archived(), 60)
+
+
 async def test_metrics_move_during_a_conversation(tmp_path: Path) -> None:
     port = free_port()
     async with FakeBotAPI() as api:
@@ -60,27 +101,7 @@ async def test_metrics_move_during_a_conversation(tmp_path: Path) -> None:
                     "vectors": "ok",
                     "telegram": "ok",
                 }
-                before = (await client.get(f"{url}/metrics")).text
-                for answered, text in enumerate(
-                    (
-                        "My cat Marzipan has kidney disease, the vet said renal diet.",
-                        "I also bought Asics Novablast shoes for the half-marathon.",
-                    ),
-                    start=1,
-                ):
-                    api.send_text(ALICE, text)
-                    await api.wait_for_sent(ALICE.id, answered, within_s=60)
-                api.send_text(ALICE, "What did the vet say about Marzipan?")
-                await api.wait_for_sent(ALICE.id, 3, within_s=60)
-
-                async def archived() -> str:
-                    while True:
-                        text = (await client.get(f"{url}/metrics")).text
-                        if sample(text, "topica_topics_extracted_total"):
-                            return text
-                        await asyncio.sleep(0.5)
-
-                after = await asyncio.wait_for(archived(), 60)
+                before, after = await converse(api, client, url)
         finally:
             process.send_signal(signal.SIGTERM)
             try:
@@ -90,20 +111,7 @@ async def test_metrics_move_during_a_conversation(tmp_path: Path) -> None:
                     process.kill()
 
     moved = {
-        name: (sample(before, name, labels), sample(after, name, labels))
-        for name, labels in [
-            ("topica_topics_search_duration_seconds_count", ""),
-            ("topica_topics_search_results_count", ""),
-            ("topica_reranker_duration_seconds_count", ""),
-            ("topica_reranker_candidates_input_count", ""),
-            ("topica_topics_reranker_selected_count", ""),
-            ("topica_rag_latency_seconds_count", 'source="auto"'),
-            ("topica_message_telegram_duration_seconds_count", ""),
-            ("topica_topics_extracted_total", ""),
-            ("topica_splitter_duration_seconds_count", ""),
-            ("topica_topics_size_chars_count", ""),
-            ("topica_merger_duration_seconds_count", ""),
-        ]
+        name: (sample(before, name, labels), sample(after, name, labels)) for name, labels in MOVING
     }
     stuck = {name: values for name, values in moved.items() if values[1] <= values[0]}
     assert not stuck, f"metrics that did not move: {stuck}"

@@ -46,6 +46,39 @@ async def test_without_a_model_facts_are_skipped_with_the_reason(deps: Deps, sto
     assert not any(topic["facts_extracted"] for topic in deps.store.topics.all_of(1))
 
 
+def archivist_reply(berlin, no_pets, others_fact, petra, ira, irina, others_person) -> dict:
+    """The archivist's actions: on the user's own facts and people, and on another user's
+    fact and person (which must stay untouched)."""
+    return {
+        "facts": [
+            {
+                "action": "add",
+                "type": "status",
+                "content": "Has a cat named Marzipan",
+                "importance": 75,
+            },
+            {"action": "add", "type": "identity", "content": "lives in berlin-mitte"},
+            {
+                "action": "update",
+                "id": berlin["id"],
+                "content": "Lives in Berlin-Pankow",
+                "importance": 80,
+                "type": "identity",
+                "reason": "moved",
+            },
+            {"action": "delete", "id": no_pets["id"], "reason": "adopted a cat"},
+            {"action": "update", "id": others_fact["id"], "content": "Has no dog"},
+            {"action": "delete", "id": others_fact["id"]},
+        ],
+        "people": [
+            {"action": "add", "name": "Marzipan", "aliases": ["Марципан"], "circle": "pets"},
+            {"action": "update", "id": petra["id"], "bio": "Colleague with a cat"},
+            {"action": "merge", "id": irina["id"], "merge_into": ira["id"]},
+            {"action": "update", "id": others_person["id"], "bio": "hijacked"},
+        ],
+    }
+
+
 async def test_archivist_actions_are_applied_with_history_and_vectors(
     deps: Deps, stored, fake_model, embedder
 ):
@@ -59,34 +92,7 @@ async def test_archivist_actions_are_applied_with_history_and_vectors(
     irina = store.people.add(1, "Irina", aliases=["Ирина"], bio="Designer")
     others_person = store.people.add(2, "Oleg", bio="Brother")
     archivist = fake_model(
-        {
-            "facts": [
-                {
-                    "action": "add",
-                    "type": "status",
-                    "content": "Has a cat named Marzipan",
-                    "importance": 75,
-                },
-                {"action": "add", "type": "identity", "content": "lives in berlin-mitte"},
-                {
-                    "action": "update",
-                    "id": berlin["id"],
-                    "content": "Lives in Berlin-Pankow",
-                    "importance": 80,
-                    "type": "identity",
-                    "reason": "moved",
-                },
-                {"action": "delete", "id": no_pets["id"], "reason": "adopted a cat"},
-                {"action": "update", "id": others_fact["id"], "content": "Has no dog"},
-                {"action": "delete", "id": others_fact["id"]},
-            ],
-            "people": [
-                {"action": "add", "name": "Marzipan", "aliases": ["Марципан"], "circle": "pets"},
-                {"action": "update", "id": petra["id"], "bio": "Colleague with a cat"},
-                {"action": "merge", "id": irina["id"], "merge_into": ira["id"]},
-                {"action": "update", "id": others_person["id"], "bio": "hijacked"},
-            ],
-        }
+        archivist_reply(berlin, no_pets, others_fact, petra, ira, irina, others_person)
     )
     models = with_models(deps, splitter=one_topic_splitter(fake_model, stored), archivist=archivist)
 
