@@ -116,6 +116,13 @@ def short_time(iso: str) -> str:
     return parse_timestamp(iso).strftime("%Y-%m-%d %H:%M")
 
 
+def time_under(iso: str, day: str | None) -> str:
+    """`short_time` under a header that gives the date `day` (`YYYY-MM-DD`; None: none
+    does): the time alone on that day, the date and time on another."""
+    when = short_time(iso)
+    return when[len(day) + 1 :] if day is not None and when.startswith(f"{day} ") else when
+
+
 def transcript(
     messages: Sequence[MessageRow], *, with_ids: bool = False, day: str | None = None
 ) -> str:
@@ -127,9 +134,7 @@ def transcript(
     lines = []
     for message in messages:
         prefix = f"[id={message['id']}] " if with_ids else ""
-        when = short_time(message["created_at"])
-        if day is not None and when.startswith(f"{day} "):
-            when = when[len(day) + 1 :]
+        when = time_under(message["created_at"], day)
         lines.append(f"{prefix}[{speaker(message)} ({when})]: {neutralize(message['content'])}")
     return "\n".join(lines)
 

@@ -39,7 +39,7 @@ from core.state import (
     SelectedTopic,
     UsedTopic,
 )
-from core.text import clip, short_time
+from core.text import clip, time_under
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.weights import Ranking
@@ -109,9 +109,10 @@ def language_of(text: str) -> Language:
     return "ru" if _CYRILLIC.search(text) else "en"
 
 
-def quote(message: MessageRow, wording: Wording) -> str:
+def quote(message: MessageRow, wording: Wording, day: str | None = None) -> str:
+    """A quoted message; under a topic's date (`day`) one of that day by its time alone."""
     who = wording.assistant if message["role"] == "assistant" else wording.user
-    when = short_time(message["created_at"])
+    when = time_under(message["created_at"], day)
     return f"> {who} ({when}): {clip(message['content'], QUOTE_CHARS)}"
 
 
@@ -225,7 +226,7 @@ def memory_answer(
     parts = [wording.intro]
     for topic in topics:
         lines = [f"**{topic.date}** — {clip(topic.summary, SUMMARY_CHARS)}"]
-        lines += [quote(message, wording) for message in topic.quotes]
+        lines += [quote(message, wording, topic.date) for message in topic.quotes]
         parts.append("\n".join(lines))
     if conversation:
         quotes = [quote(message, wording) for message in sorted(conversation, key=seq)]
