@@ -188,12 +188,6 @@ def message_vector_ids(hits: Hits) -> list[list[int]]:
     return [[i for i, _ in found] for found in hits.vectors["messages"]]
 
 
-def message_search(store: Store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-    """BM25 over the user's archived conversation: (message id, score), best first
-    (`searched_messages`' hits)."""
-    return searched_messages(store, user_id, query, limit)[1]
-
-
 def searched_messages(
     store: Store, user_id: int, query: str, limit: int
 ) -> tuple[str, list[tuple[int, float]]]:

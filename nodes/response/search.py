@@ -7,7 +7,7 @@ Topic candidates come from ranked lists fused by Reciprocal Rank Fusion (k=60), 
 - BM25 over topic summaries;
 - BM25 over messages and message vectors: every archived message hit votes for its topic
   at the hit's rank (a question naming some of the conversation's speakers is searched
-  without their names: `nodes.response.hits.message_search`);
+  without their names: `nodes.response.hits.searched_messages`);
 - BM25 over document passages and passage vectors: a passage votes for the topic of the
   message that carried its document;
 - the messages written on a day or in a month the question names

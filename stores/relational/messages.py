@@ -145,19 +145,8 @@ class MessageRepository(Repository):
 
     def contents(self, user_id: int, ids: Sequence[int], longer_than: int = -1) -> dict[int, str]:
         """{id: content} of the user's messages among `ids` whose content is longer than
-        `longer_than` characters (every one by default): the text alone, read as `by_ids`
-        reads."""
-        ids, found = stored_ids(ids), {}
-        for start in range(0, len(ids), IDS_PER_READ):
-            found.update(
-                self._db.rows_in(
-                    "SELECT id, content FROM messages WHERE +user_id = ? "
-                    f"AND length(content) > {int(longer_than)} AND id IN",
-                    user_id,
-                    ids[start : start + IDS_PER_READ],
-                )
-            )
-        return found
+        `longer_than` characters (every one by default): the text alone."""
+        return self._column_of(user_id, ids, "content", f"AND length(content) > {int(longer_than)}")
 
     def by_external_id(self, user_id: int, external_id: str) -> MessageRow | None:
         """The user's message stored under `external_id` (its file or Telegram id), if any."""

@@ -7,11 +7,16 @@ import pytest
 
 from core.context import ResponseContext
 from core.deps import Deps
-from nodes.response.hits import message_search
+from nodes.response.hits import searched_messages
 from nodes.response.search import hybrid_search
 from tests.support.messages import OTHER, USER, new_messages
 
 pytestmark = pytest.mark.timeout(60)
+
+
+def hits_of(store, user_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+    """The message hits the search keeps for `query` (`searched_messages`)."""
+    return searched_messages(store, user_id, query, limit)[1]
 
 
 LINES = [
@@ -39,22 +44,18 @@ def test_a_named_speakers_own_lines_are_found_without_the_name(deps: Deps) -> No
     plain = [i for i, _ in deps.store.messages.search(USER, question, 10)]
     # Caroline addresses Melanie by name: the plain search finds her lines for the name.
     assert set(plain) == {ids[0], ids[2], ids[3], ids[4]}
-    found = message_search(deps.store, USER, question, 10)
+    found = hits_of(deps.store, USER, question, 10)
     # Without the name, Melanie's own line is what the question's words find.
     assert [i for i, _ in found] == [ids[3]]
     # Both speakers named, or a question with no other word to search: the plain search.
     both = "What did Melanie and Caroline say about painting?"
-    assert message_search(deps.store, USER, both, 10) == deps.store.messages.search(USER, both, 10)
+    assert hits_of(deps.store, USER, both, 10) == deps.store.messages.search(USER, both, 10)
     alone = "Who is Melanie?"
-    assert message_search(deps.store, USER, alone, 10) == deps.store.messages.search(
-        USER, alone, 10
-    )
+    assert hits_of(deps.store, USER, alone, 10) == deps.store.messages.search(USER, alone, 10)
     # Only a capitalised word names anyone: written in lower case, the name is searched.
     lower = "what has melanie been painting?"
-    assert message_search(deps.store, USER, lower, 10) == deps.store.messages.search(
-        USER, lower, 10
-    )
-    assert ids[0] in [i for i, _ in message_search(deps.store, USER, lower, 10)]
+    assert hits_of(deps.store, USER, lower, 10) == deps.store.messages.search(USER, lower, 10)
+    assert ids[0] in [i for i, _ in hits_of(deps.store, USER, lower, 10)]
     # The hybrid search hands these hits on to the excerpts.
     context = ResponseContext(user_id=USER, now_iso="2026-03-02T12:00:00+00:00")
     assert (

@@ -8,7 +8,7 @@ Melanie?") and never by themselves. So when a question names some of the authors
 not all:
 
 - the full-text search looks for the rest of the question without those names
-  (`message_search`, `without_names`), which would otherwise rank the other speakers'
+  (`searched_messages`, `without_names`), which would otherwise rank the other speakers'
   lines first;
 - the excerpts of recalled topics rank a hit written by an author left unnamed only by
   what it lends the messages beside it (`nodes.response.excerpts`): the reply to a
