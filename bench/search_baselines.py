@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from bench.metrics import percentile
+from stores.chroma_clients import collection_configuration
 
 TOP_K = 50
 BATCH = 4000
@@ -43,7 +44,7 @@ class BareChroma:
             settings=ChromaSettings(anonymized_telemetry=False),
         )
         self.collection = client.create_collection(
-            "topics-user", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            "topics-user", embedding_function=None, configuration=collection_configuration()
         )
         began = time.perf_counter()
         for first in range(0, len(vectors), BATCH):

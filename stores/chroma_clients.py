@@ -26,6 +26,33 @@ if TYPE_CHECKING:
 
 LOG_NAME = "topica-writes.log"
 
+SEARCH_EF = 400
+"""How wide hnswlib searches every collection (`ef_search`): twice the deepest list a turn
+reads (`excerpt_vector_depth`, 200). Chroma persists a collection's graph only past its
+`sync_threshold` (1,000 records) and builds a smaller one again on every open, not the
+same graph each time; searched only as wide as the list is deep (hnswlib's least), the
+tail of a 200-deep list then differed between two processes on the same memory, and so
+did the context a question got after a restart. Twice as wide, the list is the exact
+nearest records in practice (`tests/integration/test_stores_deep_queries.py`)."""
+
+
+def collection_configuration() -> dict[str, Any]:
+    """What every collection is made with: cosine distance, searched `SEARCH_EF` wide."""
+    return {"hnsw": {"space": "cosine", "ef_search": SEARCH_EF}}
+
+
+def open_collection(client: ClientAPI, name: str) -> Collection:
+    """The collection `name`, made if missing (`collection_configuration`); one made
+    before searched narrower is widened to `SEARCH_EF` (a setting Chroma lets change)."""
+    collection = client.get_or_create_collection(
+        name, embedding_function=None, configuration=collection_configuration()
+    )
+    hnsw = (collection.configuration or {}).get("hnsw") or {}
+    if hnsw.get("ef_search", 0) < SEARCH_EF:
+        collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+    return collection
+
+
 _instances = itertools.count()
 """Each `ChromaWrites` names its lines apart: two stores of one process on the same
 directory may hold different Chroma systems once one of them has opened it again."""

@@ -27,6 +27,7 @@ from stores.chroma_clients import (
     ChromaWrites,
     detach_local_system,
     lost_connection,
+    open_collection,
     records_with_vectors,
 )
 from stores.chroma_clients import build_chroma_client as build_chroma_client
@@ -115,9 +116,7 @@ class VectorStore:
 
     def _open(self, name: str) -> Collection:
         assert self._client is not None
-        return self._client.get_or_create_collection(
-            name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-        )
+        return open_collection(self._client, name)
 
     def _collection(self, kind: VectorKind, user_id: int) -> Collection:
         key = (kind, int(user_id))
