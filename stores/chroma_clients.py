@@ -11,6 +11,7 @@ are atomic); a store that finds lines of another since it last looked opens Chro
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -23,6 +24,8 @@ from core.settings import Settings
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+
+log = logging.getLogger(__name__)
 
 LOG_NAME = "topica-writes.log"
 
@@ -43,13 +46,24 @@ def collection_configuration() -> dict[str, Any]:
 
 def open_collection(client: ClientAPI, name: str) -> Collection:
     """The collection `name`, made if missing (`collection_configuration`); one made
-    before searched narrower is widened to `SEARCH_EF` (a setting Chroma lets change)."""
-    collection = client.get_or_create_collection(
-        name, embedding_function=None, configuration=collection_configuration()
-    )
+    before searched narrower is widened to `SEARCH_EF` (a setting Chroma lets change).
+    Widening writes to the store, which another process writing to it (`topica ingest`
+    beside a running bot) may hold locked: then the collection is searched as it is, and
+    a later open widens it."""
+    from chromadb.errors import ChromaError, NotFoundError
+
+    try:  # a read: Chroma waits for a writer's lock to make one, not to find one
+        collection = client.get_collection(name)
+    except NotFoundError:
+        collection = client.get_or_create_collection(
+            name, embedding_function=None, configuration=collection_configuration()
+        )
     hnsw = (collection.configuration or {}).get("hnsw") or {}
     if hnsw.get("ef_search", 0) < SEARCH_EF:
-        collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+        try:
+            collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+        except ChromaError as error:
+            log.info("%s: not widened this time (%s)", name, error)
     return collection
 
 

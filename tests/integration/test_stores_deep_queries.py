@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -50,3 +54,49 @@ def test_a_collection_made_before_is_searched_as_wide(tmp_path: Path, make_setti
     store.upsert("topics", 1, [1], normalise(np.ones((1, 4), dtype=np.float32)))
     assert client.get_collection(name).configuration["hnsw"]["ef_search"] == SEARCH_EF
     assert client.get_collection(name).configuration["hnsw"]["space"] == "cosine"
+
+
+def test_a_collection_another_process_holds_locked_is_searched_and_widened_later(
+    tmp_path: Path, make_settings
+):
+    settings = make_settings(tmp_path)
+    client = build_chroma_client(settings)
+    name = VectorStore(lambda: client, "test-embedder").collection_name("topics", 1)
+    made = client.create_collection(
+        name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    made.add(
+        ids=["1"],
+        embeddings=normalise(np.ones((1, 4), dtype=np.float32)),
+        metadatas=[{"user_id": 1}],
+    )
+    # Another process writing to the store (`topica ingest` beside a bot) holds it locked
+    # while this one opens the collection: Chroma's query waits for the lock, the widening
+    # (a write that fails at once) is left to a later open.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(settings.chroma_path / "chroma.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    store = VectorStore(lambda: client, "test-embedder")
+    with ThreadPoolExecutor(1) as pool:
+        found = pool.submit(store.query, "topics", 1, np.ones(4, dtype=np.float32), 5)
+        time.sleep(2)  # the open is done, the query waits on the lock
+        assert client.get_collection(name).configuration["hnsw"]["ef_search"] < SEARCH_EF
+        holder.communicate("", timeout=30)
+        assert [record_id for record_id, _ in found.result(timeout=30)] == [1]
+    assert VectorStore(lambda: client, "test-embedder").count("topics", 1) == 1
+    assert client.get_collection(name).configuration["hnsw"]["ef_search"] == SEARCH_EF
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()
+connection.execute("ROLLBACK")
+"""
+"""Holds a write lock on a SQLite file until its standard input closes."""
