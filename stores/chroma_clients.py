@@ -53,7 +53,7 @@ def open_collection(client: ClientAPI, name: str) -> Collection:
     from chromadb.errors import ChromaError, NotFoundError
 
     try:  # a read: Chroma waits for a writer's lock to make one, not to find one
-        collection = client.get_collection(name)
+        collection = client.get_collection(name, embedding_function=None)
     except NotFoundError:
         collection = client.get_or_create_collection(
             name, embedding_function=None, configuration=collection_configuration()
