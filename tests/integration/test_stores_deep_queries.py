@@ -7,6 +7,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,14 +43,19 @@ def test_a_list_as_deep_as_a_turn_reads_is_the_exact_nearest_records(tmp_path: P
         assert {record_id for record_id, _ in hits} == set(exact.tolist())
 
 
-def test_a_collection_made_before_is_searched_as_wide(tmp_path: Path, make_settings):
-    settings = make_settings(tmp_path)
-    client = build_chroma_client(settings)
-    store = VectorStore(lambda: client, "test-embedder")
-    name = store.collection_name("topics", 1)
-    made = client.create_collection(
+def made_before(client) -> tuple[str, Any]:
+    """User 1's topics collection as an earlier version made it: searched Chroma's default
+    width."""
+    name = VectorStore(lambda: client, "test-embedder").collection_name("topics", 1)
+    return name, client.create_collection(
         name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
     )
+
+
+def test_a_collection_made_before_is_searched_as_wide(tmp_path: Path, make_settings):
+    client = build_chroma_client(make_settings(tmp_path))
+    store = VectorStore(lambda: client, "test-embedder")
+    name, made = made_before(client)
     assert made.configuration["hnsw"]["ef_search"] < SEARCH_EF
     store.upsert("topics", 1, [1], normalise(np.ones((1, 4), dtype=np.float32)))
     assert client.get_collection(name).configuration["hnsw"]["ef_search"] == SEARCH_EF
@@ -61,10 +67,7 @@ def test_a_collection_another_process_holds_locked_is_searched_and_widened_later
 ):
     settings = make_settings(tmp_path)
     client = build_chroma_client(settings)
-    name = VectorStore(lambda: client, "test-embedder").collection_name("topics", 1)
-    made = client.create_collection(
-        name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-    )
+    name, made = made_before(client)
     made.add(
         ids=["1"],
         embeddings=normalise(np.ones((1, 4), dtype=np.float32)),
