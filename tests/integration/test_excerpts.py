@@ -313,3 +313,48 @@ async def test_a_recap_question_gets_the_opening_of_each_of_the_users_messages(
     assert sum(opening in plain for opening in openings) < len(openings)
     for budget in range(60, 5000, 53):
         shown(Ranking.of(context), budget)
+
+
+TRIANGLES = [
+    "I'm trying to find the area of a triangle with sides 5, 12 and 13 using Heron's formula.",
+    "Heron's formula gives an area of 30 square units for that triangle.",
+    "How do I use the medians of a triangle to find its centroid?",
+    "The centroid sits two thirds of the way along each median.",
+    "Always format dates as Month Day, Year when I ask about deadlines.",
+    "Noted.",
+    "Always compare several solution methods when I ask about triangle area calculations.",
+    "Understood.",
+    "Always use APA 7th edition citation style when I ask about formatting references.",
+    "Sure.",
+    "Can you check the altitude of a triangle with base 10 and area 40?",
+    "The altitude is 8: twice the area divided by the base.",
+]
+
+
+async def test_the_instruction_most_like_the_question_leads_where_the_hits_miss_it(
+    deps: Deps,
+) -> None:
+    """Among many messages on its subject an instruction may be no top hit; the one most
+    like the question by the local embedder, over its calibrated floor, still leads."""
+    rows = deps.indexer.store_messages(USER, new_messages(TRIANGLES))
+    (topic,) = deps.store.topics.save(USER, [("Triangles", [row["id"] for row in rows])])
+    question = "How can I find the area of a triangle using medians and altitudes?"
+    context = ResponseContext(user_id=USER).tuned(message_hits_count=2)
+    found = hybrid_search(deps, context, [question])["found"]["evidence"]
+    rule = rows[6]["id"]  # the user's (roles alternate from a user message)
+    assert all(rule not in hits[:2] for hits in (*found["text_hits"], *found["vector_hits"]))
+
+    def shown(question: str, scores: object) -> str:
+        recall = Recall([question], found["text_hits"], found["vector_hits"], scores=scores)
+        topics, excerpts = relevant_excerpts(
+            deps.store, USER, [topic["id"]], recall, Ranking.of(context), 300
+        )
+        return render_topics_content(deps.store, USER, topics, excerpts=excerpts)
+
+    led = shown(question, passage_scores(deps.embedder, [question]))
+    assert "compare several solution methods" in led
+    assert "format dates" not in led and "APA 7th" not in led
+    assert "compare several solution methods" not in shown(question, None)
+    # A question like none of them: no instruction leads.
+    lunch = "What did we have for lunch at the cafe near the lake?"
+    assert "Always" not in shown(lunch, passage_scores(deps.embedder, [lunch]))

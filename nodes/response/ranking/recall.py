@@ -114,7 +114,8 @@ def rank_members(
     A long answer among `cut` (shown by passages) keeps its rank when
     `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
     what the assistant said (`asks_for_answers`). The user's standing instructions among
-    the first `message_hits_count` of each hit list lead (`standing_rules`), and for a
+    the first `message_hits_count` of each hit list lead (`standing_rules`), and so does
+    the one most like the queries (`likeliest_rule`, when `recall` scores passages); for a
     request for advice their short stated preferences after them (`stated_preferences`)."""
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
@@ -133,13 +134,37 @@ def rank_members(
         **speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows]),
         **ranking.weights(),
         answers=answers,
-        rules=standing_rules(rows, near),
+        rules=standing_rules(rows, near)
+        | likeliest_rule(rows, recall.scores, ranking.tuning.message_vector_floor),
         preferences=(
             stated_preferences(rows, near, ranking.tuning.excerpt_preference_chars)
             if asks_for_advice(recall.queries)
             else frozenset()
         ),
     )
+
+
+def likeliest_rule(
+    rows: Sequence[MessageRow], scores: PassageScores | None, floor: float
+) -> frozenset[int]:
+    """The user's standing instruction among `rows` (`standing_rules`' kind) most like the
+    turn's queries by `scores` (the local embedder's cosine), when that likeness reaches
+    `floor` (the embedder's calibrated `message_vector_floor`: the cosine an unrelated
+    question's nearest message stays under); none without `scores`.
+
+    An instruction says when it applies ("… when I ask about triangle area calculations")
+    in words the question seldom shares ("How can I find the area of a triangle using
+    medians?"), so among the many messages on the subject it may be no hit the turn's
+    lists rank near the top; its likeness to the question still tells it apart from the
+    user's other instructions. Only the likeliest one: the others would take a small
+    budget's room from the evidence."""
+    every = frozenset(row["id"] for row in rows)
+    rules = [row for row in rows if row["id"] in standing_rules(rows, every)]
+    if scores is None or not rules:
+        return frozenset()
+    likeness = list(scores([row["content"] for row in rules]))
+    best = max(range(len(rules)), key=lambda index: likeness[index])
+    return frozenset({rules[best]["id"]}) if likeness[best] >= floor else frozenset()
 
 
 def rank_items(
