@@ -11,7 +11,7 @@ from core.deps import Deps
 from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
-from nodes.response.ranking.passages import CUT, passage_scores
+from nodes.response.ranking.passages import CUT, PassageScores, passage_scores
 from nodes.response.ranking.recall import Recall
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
@@ -344,7 +344,7 @@ async def test_the_instruction_most_like_the_question_leads_where_the_hits_miss_
     rule = rows[6]["id"]  # the user's (roles alternate from a user message)
     assert all(rule not in hits[:2] for hits in (*found["text_hits"], *found["vector_hits"]))
 
-    def shown(question: str, scores: object) -> str:
+    def shown(question: str, scores: PassageScores | None) -> str:
         recall = Recall([question], found["text_hits"], found["vector_hits"], scores=scores)
         topics, excerpts = relevant_excerpts(
             deps.store, USER, [topic["id"]], recall, Ranking.of(context), 300

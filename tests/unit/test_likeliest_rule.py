@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nodes.response.ranking.passages import PassageScores
 from nodes.response.ranking.recall import Recall, likeliest_rule, rank_members
 from nodes.response.ranking.weights import Ranking
 from tests.support.messages import message_row
@@ -25,7 +26,7 @@ ROWS = [
 TRIANGLE, DATES, APA = 3, 4, 6
 
 
-def likeness(table: dict[int, float]) -> object:
+def likeness(table: dict[int, float]) -> PassageScores:
     """A `PassageScores` that reads each text's cosine from `table` (by message id)."""
     by_text = {row["content"]: table.get(row["id"], 0.0) for row in ROWS}
 
@@ -53,7 +54,7 @@ def test_it_leads_where_the_hits_do_not_reach_it() -> None:
 
     def order(table: dict[int, float] | None) -> list[int]:
         scores = likeness(table) if table is not None else None
-        recall = Recall([question], text_hits=hits, scores=scores)  # type: ignore[arg-type]
+        recall = Recall([question], text_hits=hits, scores=scores)
         return [m for _, m in rank_members([(1, ROWS)], recall, Ranking())]
 
     led = order({TRIANGLE: floor + 0.1, DATES: 0.05})
