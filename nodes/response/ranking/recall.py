@@ -158,9 +158,11 @@ def likeliest_rule(
     lists rank near the top; its likeness to the question still tells it apart from the
     user's other instructions. Only the likeliest one: the others would take a small
     budget's room from the evidence."""
-    every = frozenset(row["id"] for row in rows)
-    rules = [row for row in rows if row["id"] in standing_rules(rows, every)]
-    if scores is None or not rules:
+    if scores is None:
+        return frozenset()
+    found = standing_rules(rows, frozenset(row["id"] for row in rows))
+    rules = [row for row in rows if row["id"] in found]
+    if not rules:
         return frozenset()
     likeness = list(scores([row["content"] for row in rules]))
     best = max(range(len(rules)), key=lambda index: likeness[index])
