@@ -166,12 +166,18 @@ def name_words(text: str) -> list[str]:
     return list(found)
 
 
+def name_pattern(word: str) -> re.Pattern[str]:
+    """The words that write the name `word`: the same letters, any case, any ending from
+    its sixth letter on ("Марципан" and "Марципана", "Robert" and "Robert's")."""
+    stem = word if len(word) < 6 else word[:-2]
+    return re.compile(rf"\b{re.escape(stem)}\w*", re.IGNORECASE)
+
+
 def written_as_a_name(word: str, contents: Iterable[str]) -> bool:
     """Whether `contents` hold `word` (from its sixth letter on, any ending: "Марципан"
     and "Марципана") and always capitalise it: a name, where a word that is capitalised
     only when it starts a sentence ("The", "What") also appears in lower case."""
-    stem = word if len(word) < 6 else word[:-2]
-    pattern = re.compile(rf"\b{re.escape(stem)}\w*", re.IGNORECASE)
+    pattern = name_pattern(word)
     seen = False
     for content in contents:
         for match in pattern.finditer(content):

@@ -26,7 +26,8 @@ from nodes.response.ranking.passages import (
 )
 from nodes.response.ranking.preferences import asks_for_advice, stated_preferences
 from nodes.response.ranking.recap import asks_for_recap, openings, user_first
-from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors
+from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors, with_prompts
+from nodes.response.ranking.summary import naming_first
 from nodes.response.ranking.weights import Ranking
 
 
@@ -116,32 +117,44 @@ def rank_members(
     what the assistant said (`asks_for_answers`). The user's standing instructions among
     the first `message_hits_count` of each hit list lead (`standing_rules`), and so does
     the one most like the queries (`likeliest_rule`, when `recall` scores passages); for a
-    request for advice their short stated preferences after them (`stated_preferences`)."""
+    request for advice their short stated preferences after them (`stated_preferences`).
+    When the queries ask what the assistant said, each answer comes with the user's
+    message it answered (`with_prompts`); for a summary request naming someone, the
+    user's messages naming them come right after those that lead (`naming_first`)."""
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
     near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
     answers = long_answers(rows, ranking.tuning)
-    if asks_for_answers(recall.queries):
+    asked_answers = asks_for_answers(recall.queries)
+    if asked_answers:
         answers = frozenset()
     elif ranking.tuning.excerpt_passages_in_place:
         answers = answers - frozenset(cut)
-    return rank_topic_messages(
+    speakers = speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows])
+    rules = standing_rules(rows, near) | likeliest_rule(
+        rows, recall.scores, ranking.tuning.message_vector_floor
+    )
+    preferences = (
+        stated_preferences(rows, near, ranking.tuning.excerpt_preference_chars)
+        if asks_for_advice(recall.queries)
+        else frozenset()
+    )
+    ranked = rank_topic_messages(
         [(topic_id, [m["id"] for m in messages]) for topic_id, messages in members],
         recall.text_hits,
         ranking.tuning.rrf_k,
         vector_lists=recall.vector_hits,
         dated=recall.dated,
-        **speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows]),
+        **speakers,
         **ranking.weights(),
         answers=answers,
-        rules=standing_rules(rows, near)
-        | likeliest_rule(rows, recall.scores, ranking.tuning.message_vector_floor),
-        preferences=(
-            stated_preferences(rows, near, ranking.tuning.excerpt_preference_chars)
-            if asks_for_advice(recall.queries)
-            else frozenset()
-        ),
+        rules=rules,
+        preferences=preferences,
     )
+    if asked_answers:
+        ranked = with_prompts(ranked, speakers["replies"], {m["id"]: m["role"] for m in rows})
+    by_id = {m["id"]: m for m in rows}
+    return naming_first(ranked, by_id, recall.queries, leading=rules | preferences)
 
 
 def likeliest_rule(

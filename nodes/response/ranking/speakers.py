@@ -83,3 +83,39 @@ def without_names(query: str, names: Iterable[str]) -> str | None:
     if len(kept) == len(words) or not query_stems(" ".join(kept)):
         return None
     return " ".join(kept)
+
+
+def with_prompts(
+    ranked: Sequence[tuple[int, int]],
+    replies: Mapping[int, Sequence[tuple[int, int]]],
+    roles: Mapping[int, str],
+) -> list[tuple[int, int]]:
+    """`ranked` (topic id, message id) with each of the assistant's messages preceded by
+    the user's message it answered, when that one is further down (or its own place when
+    it comes first). `replies` are `replies_after`'s: the user's message whose next one
+    (one place on, in the same sitting) is the answer asked it.
+
+    For a question about what the assistant said (`asks_for_answers`) an answer is the
+    evidence, but what it answered ("I have a scholarship deadline on May 15 and a visa
+    appointment …") holds the user's own terms the answer was shaped by, and is short
+    beside it; shown apart, the answer reads as advice about nothing in particular."""
+    prompt_of = {
+        reply: asked
+        for asked, found in replies.items()
+        if roles.get(asked) == "user"
+        for reply, places in found
+        if places == 1 and roles.get(reply) == "assistant"
+    }
+    topic_of = {message_id: topic_id for topic_id, message_id in ranked}
+    ordered: list[tuple[int, int]] = []
+    taken: set[int] = set()
+    for topic_id, message_id in ranked:
+        if message_id in taken:
+            continue
+        asked = prompt_of.get(message_id)
+        if asked is not None and asked not in taken and asked in topic_of:
+            ordered.append((topic_of[asked], asked))
+            taken.add(asked)
+        ordered.append((topic_id, message_id))
+        taken.add(message_id)
+    return ordered
