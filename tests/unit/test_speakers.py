@@ -4,12 +4,18 @@ tests/integration/test_search_speakers.py."""
 
 from __future__ import annotations
 
+from core.context import ResponseContext
+from core.records import Member
+from core.tuning import packaged_tuning
+from nodes.response.ranking.recall import Recall, speaker_rules
 from nodes.response.ranking.speakers import (
+    agreed_hits,
     asks_for_answers,
     named_speakers,
     unnamed_authors,
     without_names,
 )
+from nodes.response.ranking.weights import Ranking
 
 
 def test_the_speakers_a_question_names() -> None:
@@ -72,3 +78,39 @@ def test_a_question_about_what_the_assistant_said() -> None:
         assert not asks_for_answers([own]), own
     assert asks_for_answers(["the rate limit", "what did you recommend"])  # either query
     assert not asks_for_answers([])
+
+
+def test_the_hits_both_lists_rank_first() -> None:
+    # 5 is among the first two full-text hits of one query and the first two vector hits.
+    assert agreed_hits([[5, 1, 2], [9, 8]], [[3, 5, 1]], 2) == {5}
+    # 1 is third in the vector list: past the depth; at depth 3 it agrees too.
+    assert agreed_hits([[5, 1, 2]], [[3, 5, 1]], 3) == {5, 1}
+    # Any full-text list and any vector list: 8 is second in the second of each.
+    assert agreed_hits([[5], [9, 8]], [[3], [4, 8]], 2) == {8}
+    assert agreed_hits([[5, 1]], [[3, 4]], 2) == frozenset()
+    assert agreed_hits([[5, 1]], [[5, 1]], 0) == frozenset()
+    assert agreed_hits([], [[5]], 3) == frozenset()
+
+
+def test_a_hit_both_lists_put_first_counts_whoever_the_question_names() -> None:
+    # "What is Melanie's bowl a reminder of?" of a bowl Caroline told about: her message 2
+    # is the first full-text and the first vector hit, so it is not left out; 4, by
+    # Caroline too, is a full-text hit only and still is.
+    members = [
+        Member(i, "Melanie" if i % 2 else "Caroline", "user", i, float(i)) for i in (1, 2, 3, 4)
+    ]
+    question = ["What is Melanie's hand-painted bowl a reminder of?"]
+    ranking = Ranking()
+
+    def unnamed(text_hits: list[list[int]], vector_hits: list[list[int]]) -> frozenset[int]:
+        recall = Recall(question, text_hits, vector_hits)
+        return speaker_rules(ranking, recall, members)["unnamed"]
+
+    assert unnamed([[2, 4]], [[2, 1]]) == {4}
+    assert unnamed([[2, 4]], [[1, 3]]) == {2, 4}
+    # Agreement within the first `excerpt_lead_hits` of each list: 4 is past them here.
+    late = [[100 + place for place in range(packaged_tuning().excerpt_lead_hits)] + [4]]
+    assert unnamed(late, [[4]]) == {2, 4}
+    off = Ranking.of(ResponseContext(user_id=1).tuned(excerpt_lead_hits=0))
+    recall = Recall(question, [[2]], [[2]])
+    assert speaker_rules(off, recall, members)["unnamed"] == {2, 4}

@@ -26,7 +26,12 @@ from nodes.response.ranking.passages import (
 )
 from nodes.response.ranking.preferences import asks_for_advice, stated_preferences
 from nodes.response.ranking.recap import asks_for_recap, openings, user_first
-from nodes.response.ranking.speakers import asks_for_answers, unnamed_authors, with_prompts
+from nodes.response.ranking.speakers import (
+    agreed_hits,
+    asks_for_answers,
+    unnamed_authors,
+    with_prompts,
+)
 from nodes.response.ranking.summary import naming_first
 from nodes.response.ranking.weights import Ranking
 
@@ -69,16 +74,21 @@ class Recall:
         )
 
 
-def speaker_rules(ranking: Ranking, queries: Sequence[str], members: Sequence[Member]) -> dict:
+def speaker_rules(ranking: Ranking, recall: Recall, members: Sequence[Member]) -> dict:
     """`message_scores`' `unnamed` and `replies` for `members` (the ranked messages): the
     hits that only lend their share (`unnamed_authors`, unless `excerpt_named_speakers`
-    is off) and the replies a hit's share reaches across a topic's bound (`replies_after`)."""
+    is off), but for those both the full-text and the vector hits rank among their first
+    `excerpt_lead_hits` (`agreed_hits`), and the replies a hit's share reaches across a
+    topic's bound (`replies_after`)."""
     authors = {member.id: member.author for member in members}
-    named = ranking.tuning.excerpt_named_speakers
-    return {
-        "unnamed": unnamed_authors(queries, authors) if named else frozenset(),
-        "replies": replies_after(members, ranking),
-    }
+    tuning = ranking.tuning
+    unnamed = frozenset[int]()
+    if tuning.excerpt_named_speakers:
+        unnamed = unnamed_authors(recall.queries, authors)
+        if unnamed:
+            lead = tuning.excerpt_lead_hits
+            unnamed -= agreed_hits(recall.text_hits, recall.vector_hits, lead)
+    return {"unnamed": unnamed, "replies": replies_after(members, ranking)}
 
 
 def order_topics(
@@ -98,7 +108,7 @@ def order_topics(
         ranking.tuning.rrf_k,
         vector_lists=recall.vector_hits,
         dated=recall.dated,
-        **speaker_rules(ranking, recall.queries, found),
+        **speaker_rules(ranking, recall, found),
         **ranking.score_weights(),
     )
     return by_best_message(ids, score)
@@ -130,7 +140,7 @@ def rank_members(
         answers = frozenset()
     elif ranking.tuning.excerpt_passages_in_place:
         answers = answers - frozenset(cut)
-    speakers = speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows])
+    speakers = speaker_rules(ranking, recall, [Member.of(m) for m in rows])
     rules = standing_rules(rows, near) | likeliest_rule(
         rows, recall.scores, ranking.tuning.message_vector_floor
     )

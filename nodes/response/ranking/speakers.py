@@ -11,8 +11,10 @@ not all:
   (`searched_messages`, `without_names`), which would otherwise rank the other speakers'
   lines first;
 - the excerpts of recalled topics rank a hit written by an author left unnamed only by
-  what it lends the messages beside it (`nodes.response.excerpts`): the reply to a
-  question asked of the named person is kept, the question itself is not.
+  what it lends the messages beside it (`nodes.response.ranking.messages`): the reply to a
+  question asked of the named person is kept, the question itself is not; unless both
+  the full-text and the vector hits put it among their first (`agreed_hits`): a question
+  can name the wrong speaker.
 
 An author is named when a word of their name (three letters or more, not a function
 word) and a capitalised word of the question begin alike, the way full-text search
@@ -72,6 +74,20 @@ def unnamed_authors(queries: Sequence[str], authors: Mapping[int, str | None]) -
     if not named:
         return frozenset()
     return frozenset(i for i, author in authors.items() if author and author not in named)
+
+
+def agreed_hits(
+    text_hits: Sequence[Sequence[int]], vector_hits: Sequence[Sequence[int]], depth: int
+) -> frozenset[int]:
+    """The messages a full-text list and a vector list both rank among their first `depth`.
+
+    A question can name the wrong one of two speakers ("What is Melanie's hand-painted
+    bowl a reminder of?" of a bowl Caroline told about): when the words and the meaning of
+    the question both find the same message first, that message is what was asked about,
+    whoever the question names, and it is not ranked as the unnamed author's
+    (`unnamed_authors`)."""
+    words = {i for hits in text_hits for i in hits[:depth]}
+    return frozenset(i for hits in vector_hits for i in hits[:depth] if i in words)
 
 
 def without_names(query: str, names: Iterable[str]) -> str | None:
