@@ -17,7 +17,7 @@ from nodes.response.ranking.messages import (
     replies_after,
     standing_rules,
 )
-from nodes.response.ranking.recall import Recall, speaker_rules
+from nodes.response.ranking.recall import speaker_rules
 from nodes.response.ranking.weights import Ranking
 
 PROFILE = packaged_tuning()
@@ -146,8 +146,7 @@ def test_a_context_can_turn_the_speaker_rule_off() -> None:
     off = ResponseContext(user_id=1).tuned(excerpt_named_speakers=False)
 
     def unnamed(context: ResponseContext | None) -> frozenset[int]:
-        recall = Recall(["What has Melanie painted?"])
-        rules = speaker_rules(Ranking.of(context), recall, members)
+        rules = speaker_rules(Ranking.of(context), ["What has Melanie painted?"], members)
         return rules["unnamed"]
 
     assert unnamed(on) == {2}

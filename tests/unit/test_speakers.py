@@ -5,9 +5,8 @@ tests/integration/test_search_speakers.py."""
 from __future__ import annotations
 
 from core.context import ResponseContext
-from core.records import Member
 from core.tuning import packaged_tuning
-from nodes.response.ranking.recall import Recall, speaker_rules
+from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.speakers import (
     agreed_hits,
     asks_for_answers,
@@ -16,6 +15,7 @@ from nodes.response.ranking.speakers import (
     without_names,
 )
 from nodes.response.ranking.weights import Ranking
+from tests.support.messages import message_row
 
 
 def test_the_speakers_a_question_names() -> None:
@@ -93,24 +93,34 @@ def test_the_hits_both_lists_rank_first() -> None:
 
 
 def test_a_hit_both_lists_put_first_counts_whoever_the_question_names() -> None:
-    # "What is Melanie's bowl a reminder of?" of a bowl Caroline told about: her message 2
-    # is the first full-text and the first vector hit, so it is not left out; 4, by
-    # Caroline too, is a full-text hit only and still is.
-    members = [
-        Member(i, "Melanie" if i % 2 else "Caroline", "user", i, float(i)) for i in (1, 2, 3, 4)
+    # "What is Melanie's bowl a reminder of?" of a bowl Caroline told about (message 2).
+    texts = [
+        "That necklace is gorgeous! Anything else you treasure?",
+        "My hand-painted bowl, a friend made it; it reminds me of art.",
+        "Lovely. I took my family camping last week.",
+        "Camping sounds great, did the kids enjoy it?",
+    ]
+    authors = ["Melanie", "Caroline", "Melanie", "Caroline"]
+    rows = [
+        message_row(i + 1, i, text, float(i), role="user", author=author)
+        for i, (text, author) in enumerate(zip(texts, authors, strict=True))
     ]
     question = ["What is Melanie's hand-painted bowl a reminder of?"]
-    ranking = Ranking()
 
-    def unnamed(text_hits: list[list[int]], vector_hits: list[list[int]]) -> frozenset[int]:
+    def order(text_hits: list[list[int]], vector_hits: list[list[int]], **tuned: int) -> list[int]:
+        ranking = Ranking.of(ResponseContext(user_id=1).tuned(**tuned))
         recall = Recall(question, text_hits, vector_hits)
-        return speaker_rules(ranking, recall, members)["unnamed"]
+        return [m for _, m in rank_members([(7, rows)], recall, ranking)]
 
-    assert unnamed([[2, 4]], [[2, 1]]) == {4}
-    assert unnamed([[2, 4]], [[1, 3]]) == {2, 4}
-    # Agreement within the first `excerpt_lead_hits` of each list: 4 is past them here.
-    late = [[100 + place for place in range(packaged_tuning().excerpt_lead_hits)] + [4]]
-    assert unnamed(late, [[4]]) == {2, 4}
-    off = Ranking.of(ResponseContext(user_id=1).tuned(excerpt_lead_hits=0))
-    recall = Recall(question, [[2]], [[2]])
-    assert speaker_rules(off, recall, members)["unnamed"] == {2, 4}
+    # The first full-text and the first vector hit: it leads, whoever wrote it.
+    assert order([[2, 4]], [[2, 1]])[0] == 2
+    # A full-text hit only, one past the first `excerpt_lead_hits` of the full-text list,
+    # or agreement with no lead at all: Caroline's line lends its neighbours their share
+    # and comes after them.
+    late = [[100 + place for place in range(packaged_tuning().excerpt_lead_hits)] + [2, 4]]
+    for left_out in (
+        order([[2, 4]], [[1, 3]]),
+        order(late, [[2, 1]]),
+        order([[2, 4]], [[2, 1]], excerpt_lead_hits=0),
+    ):
+        assert left_out.index(2) > left_out.index(1) and left_out.index(2) > left_out.index(3)

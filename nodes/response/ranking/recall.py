@@ -74,21 +74,16 @@ class Recall:
         )
 
 
-def speaker_rules(ranking: Ranking, recall: Recall, members: Sequence[Member]) -> dict:
+def speaker_rules(ranking: Ranking, queries: Sequence[str], members: Sequence[Member]) -> dict:
     """`message_scores`' `unnamed` and `replies` for `members` (the ranked messages): the
     hits that only lend their share (`unnamed_authors`, unless `excerpt_named_speakers`
-    is off), but for those both the full-text and the vector hits rank among their first
-    `excerpt_lead_hits` (`agreed_hits`), and the replies a hit's share reaches across a
-    topic's bound (`replies_after`)."""
+    is off) and the replies a hit's share reaches across a topic's bound (`replies_after`)."""
     authors = {member.id: member.author for member in members}
-    tuning = ranking.tuning
-    unnamed = frozenset[int]()
-    if tuning.excerpt_named_speakers:
-        unnamed = unnamed_authors(recall.queries, authors)
-        if unnamed:
-            lead = tuning.excerpt_lead_hits
-            unnamed -= agreed_hits(recall.text_hits, recall.vector_hits, lead)
-    return {"unnamed": unnamed, "replies": replies_after(members, ranking)}
+    named = ranking.tuning.excerpt_named_speakers
+    return {
+        "unnamed": unnamed_authors(queries, authors) if named else frozenset(),
+        "replies": replies_after(members, ranking),
+    }
 
 
 def order_topics(
@@ -108,7 +103,7 @@ def order_topics(
         ranking.tuning.rrf_k,
         vector_lists=recall.vector_hits,
         dated=recall.dated,
-        **speaker_rules(ranking, recall, found),
+        **speaker_rules(ranking, recall.queries, found),
         **ranking.score_weights(),
     )
     return by_best_message(ids, score)
@@ -130,7 +125,12 @@ def rank_members(
     request for advice their short stated preferences after them (`stated_preferences`).
     When the queries ask what the assistant said, each answer comes with the user's
     message it answered (`with_prompts`); for a summary request naming someone, the
-    user's messages naming them come right after those that lead (`naming_first`)."""
+    user's messages naming them come right after those that lead (`naming_first`). A hit
+    by an author the queries leave out only lends its neighbours their share
+    (`speaker_rules`), unless both the full-text and the vector hits rank it among their
+    first `excerpt_lead_hits` (`agreed_hits`: a question can name the wrong speaker); the
+    search's topic order (`order_topics`) makes no such exception: a question asked of the
+    named person does not lift its topic."""
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
     near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
@@ -140,7 +140,11 @@ def rank_members(
         answers = frozenset()
     elif ranking.tuning.excerpt_passages_in_place:
         answers = answers - frozenset(cut)
-    speakers = speaker_rules(ranking, recall, [Member.of(m) for m in rows])
+    speakers = speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows])
+    if speakers["unnamed"]:
+        lead = ranking.tuning.excerpt_lead_hits
+        agreed = agreed_hits(recall.text_hits, recall.vector_hits, lead)
+        speakers["unnamed"] = speakers["unnamed"] - agreed
     rules = standing_rules(rows, near) | likeliest_rule(
         rows, recall.scores, ranking.tuning.message_vector_floor
     )
