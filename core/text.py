@@ -105,11 +105,17 @@ def substitute_all(text: str, *, keep_labels: bool = False) -> str:
 def speaker(message: MessageRow) -> str:
     if message["role"] == "assistant":
         return "Assistant"
+    name = author_name(message)
+    return f"User ({name})" if name else "User"
+
+
+def author_name(message: MessageRow) -> str | None:
+    """The message's author as one line with no square brackets (it cannot close a label
+    it sits in), `neutralize`d; None when the message has none."""
     if not message.get("author"):
-        return "User"
-    # A name is one line with no square brackets: it cannot close the label it sits in.
+        return None
     name = " ".join(message["author"].split()).replace("[", "(").replace("]", ")")
-    return f"User ({neutralize(name)})"
+    return neutralize(name)
 
 
 def short_time(iso: str) -> str:

@@ -39,7 +39,7 @@ from core.state import (
     SelectedTopic,
     UsedTopic,
 )
-from core.text import clip, time_under
+from core.text import author_name, clip, time_under
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.weights import Ranking
@@ -109,9 +109,15 @@ def language_of(text: str) -> Language:
     return "ru" if _CYRILLIC.search(text) else "en"
 
 
-def quote(message: MessageRow, wording: Wording, day: str | None = None) -> str:
-    """A quoted message; under a topic's date (`day`) one of that day by its time alone."""
+def quote(
+    message: MessageRow, wording: Wording, day: str | None = None, named: bool = False
+) -> str:
+    """A quoted message; under a topic's date (`day`) one of that day by its time alone.
+    A user's message is "You", or with `named` (the quotes have several authors: an
+    imported chat) its author's name, so no one else's words read as the user's."""
     who = wording.assistant if message["role"] == "assistant" else wording.user
+    if named and message["role"] != "assistant":
+        who = author_name(message) or who
     when = time_under(message["created_at"], day)
     return f"> {who} ({when}): {clip(message['content'], QUOTE_CHARS)}"
 
@@ -224,12 +230,16 @@ def memory_answer(
     if not (topics or conversation or people or facts):
         return wording.nothing
     parts = [wording.intro]
+    quoted = [*(m for topic in topics for m in topic.quotes), *conversation]
+    authors = {m["author"] for m in quoted if m["role"] != "assistant" and m.get("author")}
+    named = len(authors) > 1
     for topic in topics:
         lines = [f"**{topic.date}** — {clip(topic.summary, SUMMARY_CHARS)}"]
-        lines += [quote(message, wording, topic.date) for message in topic.quotes]
+        lines += [quote(message, wording, topic.date, named) for message in topic.quotes]
         parts.append("\n".join(lines))
     if conversation:
-        quotes = [quote(message, wording) for message in sorted(conversation, key=seq)]
+        ordered = sorted(conversation, key=seq)
+        quotes = [quote(message, wording, named=named) for message in ordered]
         parts.append("\n".join([wording.conversation, *quotes]))
     if people:
         lines = [f"- {name}" + (f" — {about}" if about else "") for name, about in people]
