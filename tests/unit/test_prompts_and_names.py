@@ -61,7 +61,7 @@ def test_the_messages_naming_someone_are_the_users_and_name_them_as_a_name() -> 
 def test_a_summary_naming_someone_puts_their_messages_after_those_that_lead() -> None:
     ranked = [(1, 5), (1, 9), (1, 1), (1, 7), (1, 2), (1, 3), (1, 10), (1, 4)]
     question = "Can you give me a summary of my work with Robert?"
-    assert naming_first(ranked, BY_ID, [question], leading={5}) == [
+    assert naming_first(ranked, ROWS, [question], leading={5}) == [
         (1, 5),
         (1, 7),
         (1, 3),
@@ -72,8 +72,8 @@ def test_a_summary_naming_someone_puts_their_messages_after_those_that_lead() ->
         (1, 4),
     ]
     # Not a summary request, or a summary naming no one: the order as it was.
-    assert naming_first(ranked, BY_ID, ["What did Robert say?"], {5}) == ranked
-    assert naming_first(ranked, BY_ID, ["Summarize my essay work."], {5}) == ranked
+    assert naming_first(ranked, ROWS, ["What did Robert say?"], {5}) == ranked
+    assert naming_first(ranked, ROWS, ["Summarize my essay work."], {5}) == ranked
 
 
 def test_each_answer_comes_after_the_message_it_answered() -> None:

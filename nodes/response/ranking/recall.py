@@ -167,8 +167,7 @@ def rank_members(
     )
     if asked_answers:
         ranked = with_prompts(ranked, speakers["replies"], {m["id"]: m["role"] for m in rows})
-    by_id = {m["id"]: m for m in rows}
-    return naming_first(ranked, by_id, recall.queries, leading=rules | preferences)
+    return naming_first(ranked, rows, recall.queries, leading=rules | preferences)
 
 
 def likeliest_rule(

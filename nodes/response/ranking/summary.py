@@ -17,7 +17,7 @@ messages naming them are its long answers, which echo the name: they keep their 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from core.records import MessageRow
 from nodes.response.ranking.floors import name_pattern, name_words, written_as_a_name
@@ -51,17 +51,17 @@ def named_in(queries: Sequence[str], rows: Mapping[int, MessageRow]) -> frozense
 
 def naming_first(
     ranked: Sequence[tuple[int, int]],
-    rows: Mapping[int, MessageRow],
+    rows: Iterable[MessageRow],
     queries: Sequence[str],
     leading: Collection[int] = frozenset(),
 ) -> list[tuple[int, int]]:
     """`ranked` (topic id, message id) with the user's messages naming whom a summary
-    request names (`named_in`) right after the `leading` messages that open it (the
-    standing instructions and preferences), each part in its order; as it was for any
-    other question."""
+    request names (`named_in`; `rows` are the ranked messages) right after the `leading`
+    messages that open it (the standing instructions and preferences), each part in its
+    order; as it was for any other question."""
     if not asks_for_summary(queries):
         return list(ranked)
-    named = named_in(queries, rows)
+    named = named_in(queries, {row["id"]: row for row in rows})
     if not named:
         return list(ranked)
     opening = 0
