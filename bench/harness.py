@@ -20,7 +20,9 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from bench import crossval
 from bench.baselines import Method, baselines
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
+from bench.ingests import Ingests, fingerprint
 from bench.key_sentence import key_sentence
 from bench.locomo import Conversation, Question
 from bench.scoring import (
@@ -93,53 +96,85 @@ async def ingest(
     }
 
 
+@asynccontextmanager
+async def stored(
+    conversation: Conversation, setup: EvalSetup, progress: ProgressBoard
+) -> AsyncIterator[tuple[Corpus, dict[str, Any]]]:
+    """The conversation stored for one user, and its ingest report: in a fresh temporary
+    data directory, removed after; or in `setup.ingests`, reused when it was stored the
+    same way (`bench.ingests`) and kept."""
+    ingests = setup.ingests
+    if ingests is None:
+        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
+        data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{safe_name}-"))
+    else:
+        data_dir = ingests.place(conversation)
+    try:
+        corpus, report = await load_or_ingest(conversation, setup, data_dir, progress)
+        try:
+            yield corpus, report
+        finally:
+            drop = getattr(corpus.deps.store.db, "drop_schema", None)
+            if drop is not None:  # PostgreSQL: the conversation's schema goes too
+                drop()
+            corpus.deps.close()
+            if ingests is not None:  # a later run of this process may store it afresh
+                corpus.deps.vectors.release()
+    finally:
+        if ingests is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def load_or_ingest(
+    conversation: Conversation, setup: EvalSetup, data_dir: Path, progress: ProgressBoard
+) -> tuple[Corpus, dict[str, Any]]:
+    """`ingest` into `data_dir`; with `setup.ingests`, the conversation stored there
+    before when it was made the same way (its report with `reused`), else stored afresh."""
+    settings, embedder, ingests = setup.settings, setup.embedder, setup.ingests
+    if ingests is None:
+        return await ingest(settings, embedder, conversation, data_dir, progress)
+    key = fingerprint(settings, embedder.name, conversation)
+    report = await asyncio.to_thread(ingests.stored, data_dir, key)
+    if report is not None:
+        deps = build_deps(settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
+        return await Corpus.load(deps, USER_ID, conversation), {**report, "reused": True}
+    corpus, report = await ingest(settings, embedder, conversation, data_dir, progress)
+    await asyncio.to_thread(ingests.keep, data_dir, key, report)
+    return corpus, {**report, "reused": False}
+
+
 async def evaluate_conversation(
     conversation: Conversation,
     methods: Sequence[Method],
     setup: EvalSetup,
     progress: ProgressBoard,
 ) -> ConversationRun:
-    safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
-    data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{safe_name}-"))
-    try:
-        corpus, ingest_report = await ingest(
-            setup.settings, setup.embedder, conversation, data_dir, progress
+    async with stored(conversation, setup, progress) as (corpus, ingest_report):
+        for method in methods:
+            await method.prepare(corpus)
+        unit_maps = {method.name: dict(method.unit_of(corpus)) for method in methods}
+        known = set(corpus.order)
+        evidence_report = EvidenceReport()
+        questions = [
+            q
+            for q in conversation.questions
+            if setup.benchmark.answerable(q) or setup.benchmark.abstains(q)
+        ]
+        run = ConversationRun(conversation.sample_id, evidence_report, ingest_report)
+        asking = progress.task(
+            f"{conversation.sample_id}: questions", total=len(questions), unit="questions"
         )
-        try:
-            for method in methods:
-                await method.prepare(corpus)
-            unit_maps = {method.name: dict(method.unit_of(corpus)) for method in methods}
-            known = set(corpus.order)
-            evidence_report = EvidenceReport()
-            questions = [
-                q
-                for q in conversation.questions
-                if setup.benchmark.answerable(q) or setup.benchmark.abstains(q)
-            ]
-            run = ConversationRun(conversation.sample_id, evidence_report, ingest_report)
-            asking = progress.task(
-                f"{conversation.sample_id}: questions", total=len(questions), unit="questions"
-            )
-            for question in questions:
-                if setup.benchmark.abstains(question):
-                    await abstain(run, corpus, question, methods)
-                    asking.advance()
-                    continue
-                evidence = usable_evidence(question, known, evidence_report)
-                if evidence:
-                    await answer_question(
-                        run, corpus, question, evidence, methods, unit_maps, setup
-                    )
+        for question in questions:
+            if setup.benchmark.abstains(question):
+                await abstain(run, corpus, question, methods)
                 asking.advance()
-            asking.finish(remove=True)
-            return run
-        finally:
-            drop = getattr(corpus.deps.store.db, "drop_schema", None)
-            if drop is not None:  # PostgreSQL: the conversation's schema goes too
-                drop()
-            corpus.deps.close()
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+                continue
+            evidence = usable_evidence(question, known, evidence_report)
+            if evidence:
+                await answer_question(run, corpus, question, evidence, methods, unit_maps, setup)
+            asking.advance()
+        asking.finish(remove=True)
+        return run
 
 
 async def answer_question(
@@ -169,21 +204,20 @@ async def answer_question(
         fallback = retrieval.info.get("rerank_fallback")
         if fallback and not method.name.startswith(crossval.PREFIX):
             run.fallbacks[fallback] += 1
-        run.answers.append(
-            score(
-                method,
-                corpus,
-                retrieval,
-                evidence,
-                question.category,
-                ks=setup.ks,
-                budgets=setup.budgets,
-                budget=setup.budget,
-                unit_of=unit_maps[method.name],
-                latency_ms=latency_ms,
-                keys=keys,
-            )
+        answer = score(
+            method,
+            corpus,
+            retrieval,
+            evidence,
+            question.category,
+            ks=setup.ks,
+            budgets=setup.budgets,
+            budget=setup.budget,
+            unit_of=unit_maps[method.name],
+            latency_ms=latency_ms,
+            keys=keys,
         )
+        run.answers.append(replace(answer, question=question.question))
 
 
 async def abstain(
@@ -212,6 +246,7 @@ async def evaluate(
     methods: Callable[[], list[Method]] = default_methods,
     console: Console | None = None,
     cross_validate: bool = False,
+    ingests: Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate every method on the `benchmark` conversations of `data` (all, or those listed).
 
@@ -222,7 +257,8 @@ async def evaluate(
     With `out`, writes report.md, results.json and the plots there. Returns the
     results dict (`budget`, `conversations`, `methods`, `ingest`, `evidence`, ...).
     `cross_validate` adds the leave-one-conversation-out view of Topica's tuned weights
-    (`bench.crossval`) as `cross_validation`.
+    (`bench.crossval`) as `cross_validation`. `ingests` is a folder to keep each stored
+    conversation in and reuse it from (`bench.ingests`).
     Raises ValueError for conversations not in the file.
     """
     selected = benchmark.load(data, set(conversations) if conversations else None)
@@ -234,7 +270,8 @@ async def evaluate(
         raise ValueError(f"no conversations in {data}")
     budgets = sorted({*budgets, budget})
     ks = sorted(set(ks) | {5, 10})
-    setup = EvalSetup(settings, build_embedder(settings), benchmark, ks, budgets, budget)
+    kept = Ingests(ingests) if ingests is not None else None
+    setup = EvalSetup(settings, build_embedder(settings), benchmark, ks, budgets, budget, kept)
     console = console or Console(stderr=True)
     runs: list[ConversationRun] = []
     started = time.perf_counter()

@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import crossval
 from bench.baselines import Method, Retrieval
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
+from bench.ingests import Ingests
 from bench.key_sentence import recall_key
 from bench.locomo import Question
 from bench.metrics import (
@@ -61,6 +63,7 @@ class Answer:
     """Every evidence turn among the quotes of the method's answer without a model."""
     recalled_nothing: bool = False
     """The method's context holds no message at all (it says memory holds nothing)."""
+    question: str = ""
 
 
 @dataclass
@@ -231,7 +234,8 @@ def by_method(answers: Sequence[Answer]) -> dict[str, list[Answer]]:
 class EvalSetup:
     """What one evaluation runs with: the settings and embedder every conversation is
     stored with, the benchmark, the k of recall@k, the budgets of the recall curve and
-    the budget the report leads with."""
+    the budget the report leads with; `ingests`, a folder of stored conversations to
+    reuse (`bench.ingests`; None: each is stored afresh in a temporary directory)."""
 
     settings: Settings
     embedder: Embedder
@@ -239,6 +243,7 @@ class EvalSetup:
     ks: Sequence[int]
     budgets: Sequence[int]
     budget: int
+    ingests: Ingests | None = None
 
 
 def results_dict(runs: Sequence[ConversationRun], setup: EvalSetup) -> dict[str, Any]:
@@ -291,6 +296,7 @@ def results_dict(runs: Sequence[ConversationRun], setup: EvalSetup) -> dict[str,
             "prompt_tokens_per_message": prompt_tokens / messages if messages else 0.0,
         },
         "evidence": vars(evidence_total),
+        "questions": question_records(runs),
         "rerank_fallbacks": dict(fallbacks),
         "benchmark": benchmark.name,
         "setup": {
@@ -301,6 +307,37 @@ def results_dict(runs: Sequence[ConversationRun], setup: EvalSetup) -> dict[str,
             "grouping": benchmark.grouping,
         },
     }
+
+
+def question_records(runs: Sequence[ConversationRun]) -> list[dict[str, Any]]:
+    """Each answered question with its recall_all by method and budget, plain and in the
+    key-sentence view, in the run's order (what `bench.diff` compares two runs by); the
+    cross-validation variants are left out."""
+    records: list[dict[str, Any]] = []
+    for run in runs:
+        current: dict[str, Any] | None = None
+        for answer in run.answers:
+            if answer.method.startswith(crossval.PREFIX):
+                continue
+            if (
+                current is None
+                or current["question"] != answer.question
+                or answer.method in current["recall_all"]
+            ):
+                current = {
+                    "conversation": run.sample_id,
+                    "question": answer.question,
+                    "category": answer.category,
+                    "recall_all": {},
+                    "recall_key": {},
+                }
+                records.append(current)
+            for name, values in (
+                ("recall_all", answer.recall_all_by_budget),
+                ("recall_key", answer.recall_key_by_budget),
+            ):
+                current[name][answer.method] = {str(b): value for b, value in values.items()}
+    return records
 
 
 def with_abstention(

@@ -21,6 +21,12 @@ def eval_arguments(parser: argparse.ArgumentParser, data_help: str) -> None:
     parser.add_argument("--k", default="5,10", help="cut-offs for recall@k, comma-separated")
     parser.add_argument("--out", type=Path, help="write report.md, results.json and plots here")
     switch(parser, "--cross-validate", "leave-one-conversation-out view of Topica's tuned weights")
+    parser.add_argument(
+        "--ingests",
+        type=Path,
+        help="keep each stored conversation here and reuse it while the conversation, "
+        "embedder, settings and ingestion code stay the same (SQLite and Chroma on disk)",
+    )
 
 
 def locomo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +35,19 @@ def locomo_arguments(parser: argparse.ArgumentParser) -> None:
 
 def beam_arguments(parser: argparse.ArgumentParser) -> None:
     eval_arguments(parser, "a folder laid out as BEAM's chats/ (<size>/<n>/chat.json)")
+
+
+def check_ingests(args: argparse.Namespace, settings: Settings) -> None:
+    """Before any service is built: `--ingests` is a folder (or not there yet) that the
+    deployment's stores can be kept in."""
+    from bench.ingests import kept_in_data_dir
+
+    if args.ingests is None:
+        return
+    if args.ingests.exists() and not args.ingests.is_dir():
+        raise CommandError(f"--ingests: {args.ingests} is not a folder")
+    if why := kept_in_data_dir(settings):
+        raise CommandError(why)
 
 
 async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) -> None:
@@ -67,22 +86,66 @@ async def run_eval(benchmark_name: str, args: argparse.Namespace, deps: Deps) ->
             deps.settings,
             console=None if args.json else console,
             cross_validate=args.cross_validate,
+            ingests=args.ingests,
         )
     except ValueError as error:
         raise CommandError(str(error)) from None
     print_result(result, show_eval, args.json)
 
 
-@subcommand("locomo", "json", configure=locomo_arguments, group="eval")
+@subcommand("locomo", "json", configure=locomo_arguments, group="eval", prepare=check_ingests)
 async def cmd_eval_locomo(args: argparse.Namespace, deps: Deps) -> None:
     """LoCoMo recall at a token budget, with baselines"""
     await run_eval("locomo", args, deps)
 
 
-@subcommand("beam", "json", configure=beam_arguments, group="eval")
+@subcommand("beam", "json", configure=beam_arguments, group="eval", prepare=check_ingests)
 async def cmd_eval_beam(args: argparse.Namespace, deps: Deps) -> None:
     """BEAM recall at a token budget by question type, abstention, with baselines"""
     await run_eval("beam", args, deps)
+
+
+def diff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("before", type=Path, help="a run's JSON (eval locomo|beam --json)")
+    parser.add_argument("after", type=Path, help="another run's JSON, of the same benchmark")
+    parser.add_argument("--method", default="topica", help="the method compared")
+    switch(parser, "--key", "compare the key-sentence view instead of recall_all")
+    parser.add_argument("--show", type=int, default=10, help="questions listed per budget")
+
+
+def read_run(path: Path) -> dict:
+    """An evaluation run's JSON; a one-line error for a missing or malformed file."""
+    import json
+
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CommandError(f"{path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise CommandError(f"{path}: not JSON ({error})") from None
+    if not isinstance(run, dict):
+        raise CommandError(f"{path}: not an evaluation run")
+    return run
+
+
+@subcommand("diff", "json", configure=diff_arguments, group="eval", standalone=True)
+async def cmd_eval_diff(args: argparse.Namespace, deps: None) -> None:
+    """two evaluation runs compared question by question: means, questions won and lost"""
+    from functools import partial
+
+    from bench.diff import diff_runs, show_diff
+    from cli.output import print_result
+
+    before, after = read_run(args.before), read_run(args.after)
+    if before.get("benchmark") != after.get("benchmark"):
+        raise CommandError(
+            f"not the same benchmark: {before.get('benchmark')} and {after.get('benchmark')}"
+        )
+    try:
+        result = diff_runs(before, after, args.method, "key" if args.key else "all")
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    print_result(result, partial(show_diff, listed=max(0, args.show)), args.json)
 
 
 def locomo_dataset_arguments(parser: argparse.ArgumentParser) -> None:

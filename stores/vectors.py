@@ -96,16 +96,20 @@ class VectorStore:
             self._client = self._connect()
         return self._client
 
+    def release(self) -> None:
+        """Drop the client (a local one's Chroma system too): the next reads from disk."""
+        with self._lock:
+            if self._client is not None and self._writes is not None:
+                detach_local_system(self._client)
+            self._client = None
+            self._collections.clear()
+
     def _reopen_after_other_writers(self) -> None:
         """Open the local store again if another process wrote to it since it was read."""
         if self._writes is None or not self._writes.others_wrote():
             return
         log.info("another process wrote to the vector store: opening it again")
-        with self._lock:
-            if self._client is not None:
-                detach_local_system(self._client)
-            self._client = None
-            self._collections.clear()
+        self.release()
 
     def _wrote(self) -> None:
         if self._writes is not None:
