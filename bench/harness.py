@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,8 @@ async def evaluate(
     `cross_validate` adds the leave-one-conversation-out view of Topica's tuned weights
     (`bench.crossval`) as `cross_validation`. `ingests` is a folder to keep each stored
     conversation in and reuse it from (`bench.ingests`).
-    Raises ValueError for conversations not in the file.
+    Raises ValueError for conversations not in the file, and for `ingests` that
+    another run holds.
     """
     selected = benchmark.load(data, set(conversations) if conversations else None)
     if conversations:
@@ -275,7 +276,7 @@ async def evaluate(
     console = console or Console(stderr=True)
     runs: list[ConversationRun] = []
     started = time.perf_counter()
-    with progress_board(console) as progress:
+    with kept.held() if kept is not None else nullcontext(), progress_board(console) as progress:
         overall = progress.task("conversations", total=len(selected), unit="conversations")
         for conversation in selected:
             overall.update(description=f"conversations: {conversation.sample_id}")

@@ -12,10 +12,13 @@ persistent Chroma, both in the data directory) can be kept this way.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,6 +33,7 @@ INGEST_SOURCES = ("app", "core", "graphs", "nodes/memory", "nodes/shared", "prom
 any change under these folders stores every conversation afresh. The response nodes,
 which the ranking work changes, are not among them."""
 MANIFEST = "ingest.json"
+LOCK = ".lock"
 PATHS = frozenset({"data_dir", "cache_dir", "database_schema"})
 """Settings that say where things are kept, not how a conversation is stored."""
 
@@ -73,6 +77,18 @@ class Ingests:
     """A folder of stored conversations, one data directory each (`place`)."""
 
     root: Path
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The folder for this run alone (a lock file, released when the run ends or
+        dies). Raises ValueError when another run holds it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / LOCK).open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"--ingests: {self.root} is in use by another run") from None
+            yield
 
     def place(self, conversation: Conversation) -> Path:
         return self.root / re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)

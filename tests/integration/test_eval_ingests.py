@@ -18,7 +18,7 @@ from rich.console import Console
 import bench.harness
 from bench.beam import BEAM
 from bench.harness import evaluate
-from bench.ingests import INGEST_SOURCES, MANIFEST, REPO
+from bench.ingests import INGEST_SOURCES, MANIFEST, REPO, Ingests
 from bench.topica import Topica
 from cli.main import main
 from tests.integration.test_bench_beam import FIXED_ORDER, beam_folder
@@ -100,6 +100,15 @@ async def test_an_interrupted_store_is_redone(tmp_path: Path) -> None:
     result = await run(data, ingests)
     assert result["conversations"]["100K/1"]["ingest"]["reused"] is False
     assert not (half / "left-over").exists() and (half / MANIFEST).is_file()
+
+
+async def test_a_folder_another_run_holds_is_refused(tmp_path: Path) -> None:
+    data, ingests = beam_folder(tmp_path / "beam"), tmp_path / "ingests"
+    with Ingests(ingests).held():
+        with pytest.raises(ValueError, match=f"--ingests: {ingests} is in use by another run"):
+            await run(data, ingests)
+        assert not (ingests / "100K_1").exists()
+    assert (await run(data, ingests))["conversations"]["100K/1"]["ingest"]["reused"] is False
 
 
 def test_ingests_are_refused_where_the_stores_are_not_in_the_data_dir(
