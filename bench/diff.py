@@ -31,27 +31,34 @@ def keyed(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, int], Ma
 
 
 def diff_runs(
-    before: Mapping[str, Any], after: Mapping[str, Any], method: str = "topica", view: str = "all"
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    method: str = "topica",
+    view: str = "all",
+    before_method: str | None = None,
 ) -> dict[str, Any]:
-    """`method`'s recall in both runs over the questions both answered, by budget.
+    """`method`'s recall in both runs over the questions both answered, by budget; with
+    `before_method`, that method's in the `before` run against `method`'s in `after`
+    (one run given twice: where a baseline recalls what Topica does not).
 
-    Raises ValueError when a run has no per-question records (`questions`), or the method
-    is in neither."""
+    Raises ValueError when a run has no per-question records (`questions`), or its method
+    answered none of them."""
     field = VIEWS[view]
+    old_method = before_method or method
     sides = []
-    for name, run in (("before", before), ("after", after)):
+    for name, run, wanted in (("before", before, old_method), ("after", after, method)):
         if "questions" not in run:
             raise ValueError(f"the {name} run has no per-question records")
-        sides.append(keyed([r for r in run["questions"] if method in r[field]]))
+        sides.append(keyed([r for r in run["questions"] if wanted in r[field]]))
     old, new = sides
     if not old or not new:
-        raise ValueError(f"no questions answered by {method} in both runs")
+        raise ValueError(f"no questions answered by {old_method} and {method} in the runs")
     common = [key for key in old if key in new]
-    budgets = sorted({b for key in common for b in old[key][field][method]}, key=int)
+    budgets = sorted({b for key in common for b in old[key][field][old_method]}, key=int)
     rows = []
     for budget in budgets:
         pairs = [
-            (key, old[key][field][method].get(budget), new[key][field][method].get(budget))
+            (key, old[key][field][old_method].get(budget), new[key][field][method].get(budget))
             for key in common
         ]
         pairs = [(key, a, b) for key, a, b in pairs if a is not None and b is not None]
@@ -67,6 +74,7 @@ def diff_runs(
         )
     return {
         "method": method,
+        "before_method": old_method,
         "view": field,
         "matched": len(common),
         "only_before": len(old) - len(common),
@@ -101,7 +109,11 @@ def by_category(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
 
 def show_diff(result: Mapping[str, Any], console: Console, listed: int = 10) -> None:
     """The table of budgets, then up to `listed` questions won and lost at each budget."""
-    table = Table(title=f"{result['method']}: {result['view']} before → after, by budget")
+    old, new = result["before_method"], result["method"]
+    title = f"{new}: {result['view']} before → after, by budget"
+    if old != new:
+        title = f"{result['view']} of {old} (before) → {new} (after), by budget"
+    table = Table(title=title)
     for column in ("budget", "questions", "before", "after", "won", "lost"):
         table.add_column(column, justify="right")
     for row in result["budgets"]:

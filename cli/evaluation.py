@@ -109,6 +109,10 @@ def diff_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", type=Path, help="a run's JSON (eval locomo|beam --json)")
     parser.add_argument("after", type=Path, help="another run's JSON, of the same benchmark")
     parser.add_argument("--method", default="topica", help="the method compared")
+    parser.add_argument(
+        "--before-method",
+        help="another method of the first run to compare against (default: --method)",
+    )
     switch(parser, "--key", "compare the key-sentence view instead of recall_all")
     parser.add_argument("--show", type=int, default=10, help="questions listed per budget")
 
@@ -142,7 +146,8 @@ async def cmd_eval_diff(args: argparse.Namespace, deps: None) -> None:
             f"not the same benchmark: {before.get('benchmark')} and {after.get('benchmark')}"
         )
     try:
-        result = diff_runs(before, after, args.method, "key" if args.key else "all")
+        view = "key" if args.key else "all"
+        result = diff_runs(before, after, args.method, view, args.before_method)
     except ValueError as error:
         raise CommandError(str(error)) from None
     print_result(result, partial(show_diff, listed=max(0, args.show)), args.json)

@@ -89,5 +89,20 @@ def test_diff_refuses_runs_without_records_or_the_method() -> None:
     with pytest.raises(ValueError, match="the before run has no per-question records"):
         diff_runs({}, {"questions": []})
     runs = {"questions": [record("Where?", {"250": 1.0})]}
-    with pytest.raises(ValueError, match="no questions answered by bm25 in both runs"):
+    with pytest.raises(ValueError, match="no questions answered by bm25 and bm25 in the runs"):
         diff_runs(runs, runs, method="bm25")
+
+
+def test_diff_compares_another_method_of_the_same_run() -> None:
+    both = record("Where?", {"250": 1.0, "500": 1.0})
+    both["recall_all"]["message_rag"] = {"250": 1.0, "500": 0.0}
+    run = {"questions": [both, record("Who?", {"250": 1.0, "500": 1.0})]}
+    result = diff_runs(run, run, before_method="message_rag")
+    assert (result["before_method"], result["method"], result["matched"]) == (
+        "message_rag",
+        "topica",
+        1,
+    )
+    at_250, at_500 = result["budgets"]
+    assert not at_250["won"] and not at_250["lost"]
+    assert [q["question"] for q in at_500["won"]] == ["Where?"]
