@@ -41,15 +41,18 @@ def diff_runs(
     `before_method`, that method's in the `before` run against `method`'s in `after`
     (one run given twice: where a baseline recalls what Topica does not).
 
-    Raises ValueError when a run has no per-question records (`questions`), or its method
-    answered none of them."""
+    Raises ValueError when a run has no per-question records (`questions`) or malformed
+    ones, or its method answered none of them."""
     field = VIEWS[view]
     old_method = before_method or method
     sides = []
     for name, run, wanted in (("before", before, old_method), ("after", after, method)):
         if "questions" not in run:
             raise ValueError(f"the {name} run has no per-question records")
-        sides.append(keyed([r for r in run["questions"] if wanted in r[field]]))
+        try:
+            sides.append(keyed([r for r in run["questions"] if wanted in r[field]]))
+        except (KeyError, TypeError):
+            raise ValueError(f"the {name} run's per-question records are malformed") from None
     old, new = sides
     if not old or not new:
         raise ValueError(f"no questions answered by {old_method} and {method} in the runs")

@@ -33,7 +33,7 @@ from bench import crossval
 from bench.baselines import Method, baselines
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
-from bench.ingests import Ingests, fingerprint
+from bench.ingests import Ingests, fingerprint, kept_in_data_dir
 from bench.key_sentence import key_sentence
 from bench.locomo import Conversation, Question
 from bench.scoring import (
@@ -260,7 +260,7 @@ async def evaluate(
     (`bench.crossval`) as `cross_validation`. `ingests` is a folder to keep each stored
     conversation in and reuse it from (`bench.ingests`).
     Raises ValueError for conversations not in the file, and for `ingests` that
-    another run holds.
+    another run holds or the settings' stores cannot be kept in (`kept_in_data_dir`).
     """
     selected = benchmark.load(data, set(conversations) if conversations else None)
     if conversations:
@@ -271,6 +271,8 @@ async def evaluate(
         raise ValueError(f"no conversations in {data}")
     budgets = sorted({*budgets, budget})
     ks = sorted(set(ks) | {5, 10})
+    if ingests is not None and (why := kept_in_data_dir(settings)):
+        raise ValueError(why)
     kept = Ingests(ingests) if ingests is not None else None
     setup = EvalSetup(settings, build_embedder(settings), benchmark, ks, budgets, budget, kept)
     console = console or Console(stderr=True)

@@ -1,13 +1,14 @@
 """Stored conversations an evaluation reuses (`eval locomo|beam --ingests DIR`).
 
-Storing and archiving a conversation (the memory graph) is most of an evaluation's time,
-and none of what the ranking work changes. With a folder of ingests, each conversation
-is stored in its own data directory there, with a manifest of what made it: the
-conversation's messages, the embedder, the settings and the source of the code that
-ingestion runs (`INGEST_SOURCES`). A later run reuses the directory when all of them
-are the same, and stores the conversation afresh (replacing it) when any differs, so a
-stale memory is never scored. Only the embedded deployment's stores (SQLite and
-persistent Chroma, both in the data directory) can be kept this way.
+Storing and archiving a conversation (the memory graph) is a large part of an
+evaluation's time (about half of a BEAM run), and none of what the ranking work
+changes. With a folder of ingests, each conversation is stored in its own data
+directory there, with a manifest of what made it: the conversation's messages, the
+embedder, the settings and the source of the code that ingestion runs
+(`INGEST_SOURCES`). A later run reuses the directory when all of them are the same,
+and stores the conversation afresh (replacing it) when any differs, so a stale memory
+is never scored. Only the embedded deployment's stores (SQLite and persistent Chroma,
+both in the data directory) can be kept this way; one run at a time holds the folder.
 """
 
 from __future__ import annotations

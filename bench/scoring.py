@@ -64,6 +64,7 @@ class Answer:
     recalled_nothing: bool = False
     """The method's context holds no message at all (it says memory holds nothing)."""
     question: str = ""
+    """The question's text (`question_records`)."""
 
 
 @dataclass

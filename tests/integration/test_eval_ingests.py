@@ -111,6 +111,14 @@ async def test_a_folder_another_run_holds_is_refused(tmp_path: Path) -> None:
     assert (await run(data, ingests))["conversations"]["100K/1"]["ingest"]["reused"] is False
 
 
+async def test_the_harness_refuses_ingests_on_postgresql(tmp_path: Path) -> None:
+    """Its schema is dropped after each conversation: nothing could be reused."""
+    data, ingests = beam_folder(tmp_path / "beam"), tmp_path / "ingests"
+    with pytest.raises(ValueError, match="--ingests keeps SQLite stores only"):
+        await run(data, ingests, database_url="postgresql://postgres@127.0.0.1:5432/postgres")
+    assert not ingests.exists()
+
+
 def test_ingests_are_refused_where_the_stores_are_not_in_the_data_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

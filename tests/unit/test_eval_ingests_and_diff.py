@@ -88,6 +88,8 @@ def test_diff_counts_the_questions_won_and_lost_at_each_budget() -> None:
 def test_diff_refuses_runs_without_records_or_the_method() -> None:
     with pytest.raises(ValueError, match="the before run has no per-question records"):
         diff_runs({}, {"questions": []})
+    with pytest.raises(ValueError, match="the after run's per-question records are malformed"):
+        diff_runs({"questions": []}, {"questions": [{"question": "Where?"}]})
     runs = {"questions": [record("Where?", {"250": 1.0})]}
     with pytest.raises(ValueError, match="no questions answered by bm25 and bm25 in the runs"):
         diff_runs(runs, runs, method="bm25")
