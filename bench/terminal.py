@@ -71,9 +71,12 @@ def show_eval(result: dict[str, Any], console: Console | None = None) -> None:
             view.add_row(*row)
         console.print(view)
     ingest, evidence = result["ingest"], result["evidence"]
+    reused = ingest.get("reused", 0)
     console.print(
         f"{ingest['messages']} messages → {ingest['topics']} topics in "
-        f"{ingest['seconds']:.0f} s, {ingest['llm_calls_per_message']:.3f} LLM calls and "
+        f"{ingest['seconds']:.0f} s"
+        + (f" ({reused} of {ingest['conversations']} stored before and reused)" if reused else "")
+        + f", {ingest['llm_calls_per_message']:.3f} LLM calls and "
         f"{ingest['prompt_tokens_per_message']:.1f} prompt tokens per message; "
         f"{evidence['evaluated']}/{evidence['questions']} questions evaluated, "
         f"{evidence['malformed_entries']} malformed and {evidence['unknown_ids']} unknown "

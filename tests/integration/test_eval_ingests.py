@@ -19,6 +19,7 @@ import bench.harness
 from bench.beam import BEAM
 from bench.harness import evaluate
 from bench.ingests import INGEST_SOURCES, MANIFEST, REPO, Ingests
+from bench.terminal import show_eval
 from bench.topica import Topica
 from cli.main import main
 from tests.integration.test_bench_beam import FIXED_ORDER, beam_folder
@@ -204,3 +205,7 @@ def test_eval_diff_on_two_command_line_runs(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(stdout):
         assert main(["eval", "diff", str(before), str(after)]) == 0
     assert "− [knowledge_update] 100K/1: When is my rowing race?" in stdout.getvalue()
+    terminal = io.StringIO()
+    show_eval(second, Console(file=terminal, width=200))
+    assert "(1 of 1 stored before and reused)" in terminal.getvalue()
+    assert second["ingest"]["reused"] == 1 and first["ingest"]["reused"] == 0
