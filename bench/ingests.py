@@ -82,7 +82,11 @@ class Ingests:
     @contextmanager
     def held(self) -> Iterator[None]:
         """The folder for this run alone (a lock file, released when the run ends or
-        dies). Raises ValueError when another run holds it."""
+        dies). Raises ValueError when another run holds it, or when it is a folder of
+        something else (not empty, no lock file): a stale conversation there is removed,
+        so no other file may be taken for one."""
+        if self.root.is_dir() and not (self.root / LOCK).exists() and any(self.root.iterdir()):
+            raise ValueError(f"--ingests: {self.root} holds other files; name a new folder")
         self.root.mkdir(parents=True, exist_ok=True)
         with (self.root / LOCK).open("a") as lock:
             try:

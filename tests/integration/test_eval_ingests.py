@@ -18,7 +18,7 @@ from rich.console import Console
 import bench.harness
 from bench.beam import BEAM
 from bench.harness import evaluate
-from bench.ingests import INGEST_SOURCES, MANIFEST, REPO, Ingests
+from bench.ingests import INGEST_SOURCES, LOCK, MANIFEST, REPO, Ingests
 from bench.terminal import show_eval
 from bench.topica import Topica
 from cli.main import main
@@ -97,6 +97,7 @@ async def test_an_interrupted_store_is_redone(tmp_path: Path) -> None:
     data, ingests = beam_folder(tmp_path / "beam"), tmp_path / "ingests"
     half = ingests / "100K_1"
     half.mkdir(parents=True)
+    (ingests / LOCK).touch()  # the run cut short held the folder
     (half / "left-over").write_text("a store cut short: no manifest")
     result = await run(data, ingests)
     assert result["conversations"]["100K/1"]["ingest"]["reused"] is False
@@ -110,6 +111,15 @@ async def test_a_folder_another_run_holds_is_refused(tmp_path: Path) -> None:
             await run(data, ingests)
         assert not (ingests / "100K_1").exists()
     assert (await run(data, ingests))["conversations"]["100K/1"]["ingest"]["reused"] is False
+
+
+async def test_a_folder_of_other_files_is_refused_and_left_alone(tmp_path: Path) -> None:
+    data, other = beam_folder(tmp_path / "beam"), tmp_path / "photos"
+    (other / "100K_1").mkdir(parents=True)
+    (other / "100K_1" / "holiday.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(ValueError, match=f"--ingests: {other} holds other files"):
+        await run(data, other)
+    assert (other / "100K_1" / "holiday.jpg").read_bytes() == b"\xff\xd8"
 
 
 async def test_the_harness_refuses_ingests_on_postgresql(tmp_path: Path) -> None:
