@@ -117,11 +117,18 @@ def diff_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show", type=int, default=10, help="questions listed per budget")
 
 
+RUN_MAX_BYTES = 256 * 2**20
+"""The largest run file `eval diff` reads (a run of every dev conversation is a few MB)."""
+
+
 def read_run(path: Path) -> dict:
-    """An evaluation run's JSON; a one-line error for a missing or malformed file."""
+    """An evaluation run's JSON; a one-line error for a missing, oversized or malformed
+    file."""
     import json
 
     try:
+        if path.stat().st_size > RUN_MAX_BYTES:
+            raise CommandError(f"{path}: over {RUN_MAX_BYTES // 2**20} MiB, not a run's JSON")
         run = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise CommandError(f"{path}: {error.strerror or error}") from None

@@ -219,3 +219,27 @@ def test_eval_diff_on_two_command_line_runs(tmp_path: Path) -> None:
     show_eval(second, Console(file=terminal, width=200))
     assert "(1 of 1 stored before and reused)" in terminal.getvalue()
     assert second["ingest"]["reused"] == 1 and first["ingest"]["reused"] == 0
+
+
+def test_eval_diff_refuses_what_is_not_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, huge = tmp_path / "notes.txt", tmp_path / "huge.json"
+    text.write_text("not json")
+    with huge.open("wb") as sparse:
+        sparse.truncate(300 * 2**20)
+    a_run = tmp_path / "run.json"
+    a_run.write_text(json.dumps({"benchmark": "BEAM", "questions": []}))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"benchmark": "LoCoMo", "questions": []}))
+    for before, after, error in (
+        (text, a_run, f"{text}: not JSON"),
+        (tmp_path, a_run, f"{tmp_path}: Is a directory"),
+        (tmp_path / "missing.json", a_run, "No such file or directory"),
+        (huge, a_run, f"{huge}: over 256 MiB, not a run's JSON"),
+        (a_run, other, "not the same benchmark: BEAM and LoCoMo"),
+        (a_run, a_run, "no questions answered by topica and topica in the runs"),
+    ):
+        assert main(["eval", "diff", str(before), str(after)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("topica: error: ") and err.count("\n") == 1 and error in err
