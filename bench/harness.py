@@ -33,7 +33,7 @@ from bench import crossval
 from bench.baselines import Method, baselines
 from bench.benchmark import Benchmark
 from bench.corpus import Corpus
-from bench.ingests import Ingests, fingerprint, kept_in_data_dir
+from bench.ingests import Ingests, fingerprint, folder_name, kept_in_data_dir
 from bench.key_sentence import key_sentence
 from bench.locomo import Conversation, Question
 from bench.scoring import (
@@ -48,6 +48,7 @@ from bench.scoring import (
 from bench.topica import Topica
 from bench.usage import counting_all
 from core.callbacks import LLMUsage
+from core.deps import Deps
 from core.progress import ProgressBoard, progress_board
 from core.settings import Settings
 from stores.embedders import Embedder, build_embedder
@@ -55,6 +56,15 @@ from stores.services import build_deps
 
 DEFAULT_BUDGETS = (250, 500, 1000, 2000, 4000, 8000)
 USER_ID = 1
+
+
+def conversation_deps(settings: Settings, embedder: Embedder, data_dir: Path) -> Deps:
+    """The services of one conversation's data directory (on PostgreSQL, its schema,
+    named after the directory)."""
+    update: dict[str, Any] = {"data_dir": data_dir}
+    if settings.database_url is not None:
+        update["database_schema"] = "eval_" + re.sub(r"[^a-z0-9]", "_", data_dir.name.lower())
+    return build_deps(settings.model_copy(update=update), embedder=embedder)
 
 
 async def ingest(
@@ -66,10 +76,7 @@ async def ingest(
 ) -> tuple[Corpus, dict[str, Any]]:
     """A fresh data directory (on PostgreSQL, a fresh schema, named after the directory)
     with the conversation stored and archived for one user."""
-    update: dict[str, Any] = {"data_dir": data_dir}
-    if settings.database_url is not None:
-        update["database_schema"] = "eval_" + re.sub(r"[^a-z0-9]", "_", data_dir.name.lower())
-    deps = build_deps(settings.model_copy(update=update), embedder=embedder)
+    deps = conversation_deps(settings, embedder, data_dir)
     usage = LLMUsage()
     started = time.perf_counter()
     with counting_all(usage):
@@ -105,8 +112,8 @@ async def stored(
     same way (`bench.ingests`) and kept."""
     ingests = setup.ingests
     if ingests is None:
-        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
-        data_dir = Path(tempfile.mkdtemp(prefix=f"topica-eval-{safe_name}-"))
+        prefix = f"topica-eval-{folder_name(conversation)}-"
+        data_dir = Path(tempfile.mkdtemp(prefix=prefix))
     else:
         data_dir = ingests.place(conversation)
     try:
@@ -136,7 +143,7 @@ async def load_or_ingest(
     key = fingerprint(settings, embedder.name, conversation)
     report = await asyncio.to_thread(ingests.stored, data_dir, key)
     if report is not None:
-        deps = build_deps(settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
+        deps = conversation_deps(settings, embedder, data_dir)
         return await Corpus.load(deps, USER_ID, conversation), {**report, "reused": True}
     corpus, report = await ingest(settings, embedder, conversation, data_dir, progress)
     await asyncio.to_thread(ingests.keep, data_dir, key, report)

@@ -64,6 +64,11 @@ def fingerprint(settings: Settings, embedder: str, conversation: Conversation) -
     return hashlib.sha256(json.dumps(made_of, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def folder_name(conversation: Conversation) -> str:
+    """The conversation's id as a folder name (`100K/1` → `100K_1`)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
+
+
 def kept_in_data_dir(settings: Settings) -> str | None:
     """Why the settings' stores cannot be kept in an ingest folder (None: they can)."""
     if settings.database_url is not None:
@@ -96,7 +101,7 @@ class Ingests:
             yield
 
     def place(self, conversation: Conversation) -> Path:
-        return self.root / re.sub(r"[^A-Za-z0-9_-]", "_", conversation.sample_id)
+        return self.root / folder_name(conversation)
 
     def stored(self, data_dir: Path, key: str) -> dict[str, Any] | None:
         """The ingest report kept with `data_dir` when it was made from `key`; else None,
