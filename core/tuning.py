@@ -69,9 +69,12 @@ class Tuning:
     """That share; a message `d` places away gets the share to the power `d`."""
     excerpt_neighbour_reach: int
     """How many places from a hit the share goes."""
+    excerpt_answer_last_chars: int
+    """An assistant's message longer than this comes after every other recalled one
+    (`nodes.response.ranking.messages.long_answers`)."""
     excerpt_long_answer_chars: int
-    """An assistant's message longer than this comes after every other recalled one; a
-    message of any role longer than this is shown by passages (`excerpt_passage_chars`)."""
+    """A recalled message of any role longer than this is shown by passages
+    (`excerpt_passage_chars`)."""
     excerpt_passage_chars: int
     """The most characters of one passage of a long message (`nodes.response.ranking.passages`);
     0: long messages are shown whole."""

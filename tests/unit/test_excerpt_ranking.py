@@ -279,7 +279,7 @@ def row(message_id: int, role: str, chars: int) -> dict:
 
 
 def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> None:
-    limit = ResponseContext(user_id=1).tuning.excerpt_long_answer_chars
+    limit = ResponseContext(user_id=1).tuning.excerpt_answer_last_chars
     rows = [
         row(1, "user", limit * 3),
         row(2, "assistant", limit + 1),
@@ -287,7 +287,7 @@ def test_a_long_answer_is_an_assistants_message_over_the_contexts_length() -> No
     ]
     assert long_answers(rows) == {2}
     assert long_answers(
-        rows, ResponseContext(user_id=1).tuned(excerpt_long_answer_chars=10).tuning
+        rows, ResponseContext(user_id=1).tuned(excerpt_answer_last_chars=10).tuning
     ) == {
         2,
         3,

@@ -157,3 +157,33 @@ def test_under_its_topics_date_a_line_shows_its_time_and_another_days_line_its_d
     ]
     # Five of the six lines shown are of the header's day: each without its date and a space.
     assert dated.chars - compact.chars == 5 * len("2026-03-02 ")
+
+
+def test_an_answer_over_a_passage_comes_after_the_users_messages_and_a_short_reply_keeps_its_rank() -> (
+    None
+):
+    tuning = Ranking().tuning
+    medium = "Book the 9:40 train; " * (tuning.excerpt_answer_last_chars // 20)
+    assert tuning.excerpt_answer_last_chars < len(medium) <= tuning.excerpt_long_answer_chars
+    members = [
+        (
+            1,
+            [
+                row(1, "user", "Which train should I take to Porto?"),
+                row(2, "assistant", medium),
+                row(3, "user", "I booked the 9:40 train."),
+                row(4, "assistant", "Great, the 9:40 train it is."),
+            ],
+        )
+    ]
+    recall = Recall(
+        queries=["Which 9:40 train?"], text_hits=[[2, 4, 3, 1]], scores=lambda t: [0.5] * len(t)
+    )
+    items, _ = rank_items(members, recall, Ranking())
+    order = [(message_id, index) for _, message_id, index in items]
+    # The medium answer, the best full-text hit, neither leads nor is cut into passages:
+    # it comes whole after the user's messages; the short reply keeps its rank.
+    assert order[-1] == (2, None)
+    assert order.index((4, None)) < order.index((1, None))
+    off = Ranking(replace(tuning, excerpt_answer_last_chars=10**9))
+    assert [m for _, m, _ in rank_items(members, recall, off)[0]][0] == 2

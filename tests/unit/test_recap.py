@@ -75,6 +75,28 @@ def test_a_digests_opening_takes_its_place_and_its_rest_comes_before_the_closing
     assert asked == ["advice", "the answer's best part"]  # a digest's passages cost no encoding
 
 
+def test_the_digests_rest_comes_before_the_closing_answers_shown_whole_too() -> None:
+    # 95 is a closing answer too short for passages: it closes the order whole, and the
+    # digest's other passages still come before every closing answer.
+    passages = {20: ["I'm adding a column.", "code"], 90: ["advice", "the answer's best part"]}
+    relevance = {"advice": 0.2, "the answer's best part": 0.8}
+    ranked = [(1, 10), (1, 20), (2, 30), (2, 90), (2, 95)]
+
+    def scores(texts: list[str]) -> list[float]:
+        return [relevance[t] for t in texts]
+
+    order = passage_order(ranked, passages, scores, openings={20}, closing={90, 95})
+    assert order == [
+        (1, 10, None),
+        (1, 20, 0),
+        (2, 30, None),
+        (1, 20, 1),
+        (2, 90, 1),
+        (2, 95, None),
+        (2, 90, 0),
+    ]
+
+
 ROWS = [
     message_row(position + 1, position, content, ts=60.0 * (position + 1))
     for position, content in enumerate(

@@ -176,10 +176,11 @@ def replies_after(
 
 
 def long_answers(rows: Iterable[MessageRow], tuning: Tuning | None = None) -> frozenset[int]:
-    """The assistant's long answers among `rows` (over `excerpt_long_answer_chars`; None:
+    """The assistant's long answers among `rows` (over `excerpt_answer_last_chars`; None:
     the default). The user's own messages hold what the user said, did and decided; a
-    long answer is advice built on them, and costs the room of many of them."""
-    limit = (tuning or packaged_tuning()).excerpt_long_answer_chars
+    long answer is advice built on them, and costs the room of many of them. A short
+    reply ("Yes, book the 9:40 train") keeps its rank: it is what was agreed."""
+    limit = (tuning or packaged_tuning()).excerpt_answer_last_chars
     return frozenset(
         row["id"] for row in rows if row["role"] == "assistant" and len(row["content"]) > limit
     )

@@ -83,13 +83,14 @@ def passage_order(
     passages: Mapping[int, Sequence[str]],
     scores: PassageScores,
     openings: Collection[int] = frozenset(),
+    closing: Collection[int] = frozenset(),
 ) -> list[Item]:
     """`ranked` (topic id, message id), most relevant first, with each message that has
     `passages` replaced by its best passage in place and its other passages, best first,
     after every ranked message (in the order of their messages). A message among
     `openings` (a digest's, `nodes.response.ranking.recap`) is shown by its first passage
-    in place and its others in their order (none is scored), before the long answers'
-    best passages that close the order."""
+    in place and its others in their order (none is scored), before the long answers
+    that close the order (`closing`, whole or by their best passages)."""
     scored = [message_id for message_id in passages if message_id not in openings]
     texts = [text for message_id in scored for text in passages[message_id]]
     flat = list(scores(texts)) if texts else []
@@ -109,8 +110,11 @@ def passage_order(
             continue
         first.append((topic_id, message_id, order[0]))
         later.extend((topic_id, message_id, index) for index in order[1:])
-    tail = len(first)  # the long answers' best passages that close the order
-    while tail and first[tail - 1][2] is not None and first[tail - 1][1] not in openings:
+    tail = len(first)  # the long answers that close the order
+    while tail and (
+        first[tail - 1][1] in closing
+        or (first[tail - 1][2] is not None and first[tail - 1][1] not in openings)
+    ):
         tail -= 1
     own = [item for item in later if item[1] in openings]
     rest = [item for item in later if item[1] not in openings]

@@ -210,13 +210,15 @@ def rank_items(
         if scores is not None
         else {}
     )
-    recap = frozenset[int]()
+    recap = closing = frozenset[int]()
     ranked = rank_members(members, recall, ranking, cut=frozenset(passages))
     if scores is not None and tuning.excerpt_recap_chars > 0 and asks_for_recap(recall.queries):
         digest = openings(rows, tuning.excerpt_recap_chars)
         passages.update(digest)
         recap = frozenset(digest)
+        if not asks_for_answers(recall.queries):
+            closing = long_answers(rows.values(), tuning)
         ranked = user_first(ranked, rows)
     if not passages or scores is None:
         return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
-    return passage_order(ranked, passages, scores, recap), passages
+    return passage_order(ranked, passages, scores, recap, closing), passages
