@@ -159,7 +159,7 @@ def test_under_its_topics_date_a_line_shows_its_time_and_another_days_line_its_d
     assert dated.chars - compact.chars == 5 * len("2026-03-02 ")
 
 
-def test_an_answer_over_a_passage_comes_after_the_users_messages_and_a_short_reply_keeps_its_rank() -> (
+def test_an_answer_over_a_passage_comes_after_the_users_lines_a_short_reply_keeps_its_rank() -> (
     None
 ):
     tuning = Ranking().tuning
@@ -186,4 +186,4 @@ def test_an_answer_over_a_passage_comes_after_the_users_messages_and_a_short_rep
     assert order[-1] == (2, None)
     assert order.index((4, None)) < order.index((1, None))
     off = Ranking(replace(tuning, excerpt_answer_last_chars=10**9))
-    assert [m for _, m, _ in rank_items(members, recall, off)[0]][0] == 2
+    assert next(m for _, m, _ in rank_items(members, recall, off)[0]) == 2

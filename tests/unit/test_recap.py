@@ -50,28 +50,24 @@ def test_a_question_about_one_fact_is_no_recap(question: str) -> None:
     assert not asks_for_recap([question])
 
 
+RELEVANCE = {"advice": 0.2, "the answer's best part": 0.8}
+IN_PLACE = [(1, 10, None), (1, 20, 0), (2, 30, None)]
+"""The order's head: message 10 whole, the digest's opening of 20, 30 whole."""
+
+
 def test_a_digests_opening_takes_its_place_and_its_rest_comes_before_the_closing_answers() -> None:
     passages = {
         20: ["I'm adding a column.", "code", "more code"],
         90: ["advice", "the answer's best part"],
     }
-    relevance = {"advice": 0.2, "the answer's best part": 0.8}
     asked: list[str] = []
 
     def scores(texts: list[str]) -> list[float]:
         asked.extend(texts)
-        return [relevance[t] for t in texts]
+        return [RELEVANCE[t] for t in texts]
 
     order = passage_order([(1, 10), (1, 20), (2, 30), (2, 90)], passages, scores, openings={20})
-    assert order == [
-        (1, 10, None),
-        (1, 20, 0),
-        (2, 30, None),
-        (1, 20, 1),
-        (1, 20, 2),
-        (2, 90, 1),
-        (2, 90, 0),
-    ]
+    assert order == [*IN_PLACE, (1, 20, 1), (1, 20, 2), (2, 90, 1), (2, 90, 0)]
     assert asked == ["advice", "the answer's best part"]  # a digest's passages cost no encoding
 
 
@@ -79,22 +75,11 @@ def test_the_digests_rest_comes_before_the_closing_answers_shown_whole_too() -> 
     # 95 is a closing answer too short for passages: it closes the order whole, and the
     # digest's other passages still come before every closing answer.
     passages = {20: ["I'm adding a column.", "code"], 90: ["advice", "the answer's best part"]}
-    relevance = {"advice": 0.2, "the answer's best part": 0.8}
     ranked = [(1, 10), (1, 20), (2, 30), (2, 90), (2, 95)]
-
-    def scores(texts: list[str]) -> list[float]:
-        return [relevance[t] for t in texts]
-
-    order = passage_order(ranked, passages, scores, openings={20}, closing={90, 95})
-    assert order == [
-        (1, 10, None),
-        (1, 20, 0),
-        (2, 30, None),
-        (1, 20, 1),
-        (2, 90, 1),
-        (2, 95, None),
-        (2, 90, 0),
-    ]
+    order = passage_order(
+        ranked, passages, lambda texts: [RELEVANCE[t] for t in texts], {20}, closing={90, 95}
+    )
+    assert order == [*IN_PLACE, (1, 20, 1), (2, 90, 1), (2, 95, None), (2, 90, 0)]
 
 
 ROWS = [
