@@ -159,9 +159,7 @@ def test_under_its_topics_date_a_line_shows_its_time_and_another_days_line_its_d
     assert dated.chars - compact.chars == 5 * len("2026-03-02 ")
 
 
-def test_an_answer_over_a_passage_comes_after_the_users_lines_a_short_reply_keeps_its_rank() -> (
-    None
-):
+def test_an_answer_over_a_passage_goes_after_the_users_lines_a_short_reply_keeps_rank() -> None:
     tuning = Ranking().tuning
     medium = "Book the 9:40 train; " * (tuning.excerpt_answer_last_chars // 20)
     assert tuning.excerpt_answer_last_chars < len(medium) <= tuning.excerpt_long_answer_chars
