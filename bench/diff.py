@@ -58,6 +58,7 @@ def diff_runs(
         raise ValueError(f"no questions answered by {old_method} and {method} in the runs")
     common = [key for key in old if key in new]
     budgets = sorted({b for key in common for b in old[key][field][old_method]}, key=int)
+    sides_of = (old_method, method)
     rows = []
     for budget in budgets:
         pairs = [
@@ -71,8 +72,8 @@ def diff_runs(
                 "questions": len(pairs),
                 "before": sum(a for _, a, _ in pairs) / len(pairs) if pairs else None,
                 "after": sum(b for _, _, b in pairs) / len(pairs) if pairs else None,
-                "won": [moved(old[key], a, b) for key, a, b in pairs if b > a],
-                "lost": [moved(old[key], a, b) for key, a, b in pairs if b < a],
+                "won": [moved(old[key], new[key], a, b, sides_of) for key, a, b in pairs if b > a],
+                "lost": [moved(old[key], new[key], a, b, sides_of) for key, a, b in pairs if b < a],
             }
         )
     return {
@@ -87,14 +88,39 @@ def diff_runs(
     }
 
 
-def moved(record: Mapping[str, Any], before: float, after: float) -> dict[str, Any]:
-    return {
+def moved(
+    record: Mapping[str, Any],
+    later: Mapping[str, Any],
+    before: float,
+    after: float,
+    methods: tuple[str, str],
+) -> dict[str, Any]:
+    """A question that moved, with its evidence's places in each run's order where both
+    runs recorded them (`bench.scoring.evidence_places`; absent in older runs)."""
+    out = {
         "conversation": record["conversation"],
         "question": record["question"],
         "category": record["category"],
         "before": before,
         "after": after,
     }
+    recorded = [run.get("evidence_places") for run in (record, later)]
+    places = [
+        found.get(name) if isinstance(found, Mapping) else None
+        for found, name in zip(recorded, methods, strict=True)
+    ]
+    if all(isinstance(p, Mapping) for p in places):
+        out["places"] = {"before": dict(places[0]), "after": dict(places[1])}
+    return out
+
+
+def places_text(places: Mapping[str, Mapping[str, int | None]]) -> str:
+    """' · evidence at 3, 41 → 2, 12' (never offered: '–')."""
+
+    def side(found: Mapping[str, int | None]) -> str:
+        return ", ".join("–" if place is None else str(place) for place in found.values())
+
+    return f" · evidence at {side(places['before'])} → {side(places['after'])}"
 
 
 def by_category(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
@@ -140,7 +166,8 @@ def show_diff(result: Mapping[str, Any], console: Console, listed: int = 10) -> 
             for question in questions[:listed]:
                 console.print(
                     f"{row['budget']:>6,} {sign} [{question['category']}] "
-                    f"{question['conversation']}: {question['question']}",
+                    f"{question['conversation']}: {question['question']}"
+                    + (places_text(question["places"]) if "places" in question else ""),
                     markup=False,
                     highlight=False,
                 )

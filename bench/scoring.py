@@ -65,6 +65,9 @@ class Answer:
     """The method's context holds no message at all (it says memory holds nothing)."""
     question: str = ""
     """The question's text (`question_records`)."""
+    evidence_places: dict[str, int | None] = field(default_factory=dict)
+    """Each evidence message's place in the order the method fills a context in (0: the
+    first), None where the method never offers it (`evidence_places`)."""
 
 
 @dataclass
@@ -159,7 +162,20 @@ def score(
             recall_all(retrieval.quoted, evidence) if retrieval.quoted is not None else None
         ),
         recalled_nothing=recalled_nothing(retrieval),
+        evidence_places=evidence_places(fill, evidence),
     )
+
+
+def evidence_places(
+    fill: Sequence[tuple[str, str]], evidence: Sequence[str]
+) -> dict[str, int | None]:
+    """Where each of `evidence` first stands among `fill`'s messages ((unit key, message
+    id) in the order a context takes them), None where it never does: how far a miss is
+    from the room a budget has."""
+    first: dict[str, int] = {}
+    for _, message_id in fill:
+        first.setdefault(message_id, len(first))
+    return {message_id: first.get(message_id) for message_id in evidence}
 
 
 def recalled_nothing(retrieval: Retrieval) -> bool:
@@ -332,8 +348,10 @@ def question_records(runs: Sequence[ConversationRun]) -> list[dict[str, Any]]:
                     "category": answer.category,
                     "recall_all": {},
                     "recall_key": {},
+                    "evidence_places": {},
                 }
                 records.append(current)
+            current["evidence_places"][answer.method] = answer.evidence_places
             for name, values in (
                 ("recall_all", answer.recall_all_by_budget),
                 ("recall_key", answer.recall_key_by_budget),

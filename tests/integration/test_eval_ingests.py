@@ -75,6 +75,10 @@ async def test_a_second_run_reuses_the_stored_conversation_and_scores_the_same(
     ]
     assert set(first["questions"][0]["recall_all"]) == {"topica", "fixed"}
     assert set(first["questions"][0]["recall_key"]["topica"]) == {"250", "500"}
+    for question in first["questions"]:  # where each method's order put the evidence
+        fixed = question["evidence_places"]["fixed"]
+        assert fixed and fixed == {i: FIXED_ORDER.index(i) for i in fixed}
+        assert set(question["evidence_places"]["topica"]) == set(fixed)
 
 
 async def test_a_changed_conversation_or_setting_is_stored_afresh(tmp_path: Path) -> None:
@@ -214,7 +218,11 @@ def test_eval_diff_on_two_command_line_runs(tmp_path: Path) -> None:
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         assert main(["eval", "diff", str(before), str(after)]) == 0
-    assert "− [knowledge_update] 100K/1: When is my rowing race?" in stdout.getvalue()
+    places = ", ".join(str(p) for p in second["questions"][1]["evidence_places"]["topica"].values())
+    assert (
+        f"− [knowledge_update] 100K/1: When is my rowing race? · evidence at {places} → {places}"
+        in stdout.getvalue()
+    )
     terminal = io.StringIO()
     show_eval(second, Console(file=terminal, width=200))
     assert "(1 of 1 stored before and reused)" in terminal.getvalue()

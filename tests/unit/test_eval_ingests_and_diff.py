@@ -3,13 +3,16 @@ question (`bench.diff`)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from bench.diff import diff_runs
+from bench.diff import diff_runs, show_diff
 from bench.ingests import INGEST_SOURCES, fingerprint, kept_in_data_dir, source_digest
 from bench.locomo import Conversation
+from bench.scoring import evidence_places
 from tests.support.services import isolated_settings
 
 
@@ -108,3 +111,25 @@ def test_diff_compares_another_method_of_the_same_run() -> None:
     at_250, at_500 = result["budgets"]
     assert not at_250["won"] and not at_250["lost"]
     assert [q["question"] for q in at_500["won"]] == ["Where?"]
+
+
+def test_evidence_places_are_first_places_among_the_distinct_messages_offered() -> None:
+    fill = [("t1", "a"), ("t1", "b"), ("t2", "a"), ("t2", "c")]  # "a" again: a passage
+    assert evidence_places(fill, ["c", "a", "z"]) == {"c": 2, "a": 0, "z": None}
+
+
+def test_diff_shows_where_a_moved_questions_evidence_stood_in_each_run() -> None:
+    before, after = record("Where?", {"250": 1.0}), record("Where?", {"250": 0.0})
+    before["evidence_places"] = {"topica": {"D1:2": 0, "D3:4": 5}}
+    after["evidence_places"] = {"topica": {"D1:2": 0, "D3:4": None}}
+    result = diff_runs({"questions": [before]}, {"questions": [after]})
+    lost = result["budgets"][0]["lost"]
+    assert lost[0]["places"] == {
+        "before": {"D1:2": 0, "D3:4": 5},
+        "after": {"D1:2": 0, "D3:4": None},
+    }
+    out = io.StringIO()
+    show_diff(result, Console(file=out, width=200))
+    assert "250 − [single-hop] c1: Where? · evidence at 0, 5 → 0, –" in out.getvalue()
+    older = diff_runs({"questions": [record("Where?", {"250": 1.0})]}, {"questions": [after]})
+    assert "places" not in older["budgets"][0]["lost"][0]  # a run from before the places
