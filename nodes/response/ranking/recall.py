@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.found import found_in
 from core.ports import Embedder
 from core.records import Member, MessageRow
+from core.tuning import Tuning
 from nodes.response.ranking.messages import (
     by_best_message,
     long_answers,
@@ -134,12 +135,8 @@ def rank_members(
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
     near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
-    answers = long_answers(rows, ranking.tuning)
+    answers = closing_answers(rows, recall.queries, ranking.tuning, cut)
     asked_answers = asks_for_answers(recall.queries)
-    if asked_answers:
-        answers = frozenset()
-    elif ranking.tuning.excerpt_passages_in_place:
-        answers = answers - frozenset(cut)
     speakers = speaker_rules(ranking, recall.queries, [Member.of(m) for m in rows])
     if speakers["unnamed"]:
         lead = ranking.tuning.excerpt_lead_hits
@@ -168,6 +165,22 @@ def rank_members(
     if asked_answers:
         ranked = with_prompts(ranked, speakers["replies"], {m["id"]: m["role"] for m in rows})
     return naming_first(ranked, rows, recall.queries, leading=rules | preferences)
+
+
+def closing_answers(
+    rows: Iterable[MessageRow],
+    queries: Sequence[str],
+    tuning: Tuning,
+    cut: Collection[int] = frozenset(),
+) -> frozenset[int]:
+    """The assistant's long answers among `rows` that close the order (`long_answers`):
+    none when the queries ask what the assistant said (`asks_for_answers`), and without
+    those among `cut` (shown by passages) when `excerpt_passages_in_place` keeps their
+    best passage at their rank."""
+    if asks_for_answers(queries):
+        return frozenset()
+    answers = long_answers(rows, tuning)
+    return answers - frozenset(cut) if tuning.excerpt_passages_in_place else answers
 
 
 def likeliest_rule(
@@ -216,8 +229,7 @@ def rank_items(
         digest = openings(rows, tuning.excerpt_recap_chars)
         passages.update(digest)
         recap = frozenset(digest)
-        if not asks_for_answers(recall.queries):
-            closing = long_answers(rows.values(), tuning)
+        closing = closing_answers(rows.values(), recall.queries, tuning, passages)
         ranked = user_first(ranked, rows)
     if not passages or scores is None:
         return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
