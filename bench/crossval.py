@@ -49,6 +49,11 @@ GRID: dict[str, dict[str, object]] = {
     "recap=off": {"excerpt_recap_chars": 0},
     "recap_chars=400": {"excerpt_recap_chars": 400},
     "preferences=off": {"excerpt_preference_chars": 0},
+    "feedback=off": {"excerpt_feedback_messages": 0},
+    "feedback_messages=1": {"excerpt_feedback_messages": 1},
+    "feedback_messages=3": {"excerpt_feedback_messages": 3},
+    "feedback_weight=0.5": {"excerpt_feedback_weight": 0.5},
+    "feedback_weight=2": {"excerpt_feedback_weight": 2.0},
     "preference_chars=600": {"excerpt_preference_chars": 600},
 }
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
+from functools import cached_property, partial
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -204,7 +204,10 @@ class Topica:
             for i in shown_topic_ids(state)
             if i in self._units
         ]
-        recall = Recall.of(state, corpus.deps.embedder)
+        deps = corpus.deps
+        recall = Recall.of(
+            state, deps.embedder, partial(deps.indexer.message_vectors, corpus.user_id)
+        )
         ranking = Ranking.of(self._context)
         headers = {
             topic_id: (

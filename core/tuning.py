@@ -96,6 +96,11 @@ class Tuning:
     excerpt_named_speakers: bool
     """A question naming some of the recalled messages' authors but not all ranks the
     others' hits only by what they lend their neighbours."""
+    excerpt_feedback_messages: int
+    """How many of the first ranked messages move the query's vector toward them for one
+    more vector list (`nodes.response.ranking.feedback`); 0: no feedback."""
+    excerpt_feedback_weight: float
+    """Their mean vector's weight beside the query's (Rocchio's beta)."""
     excerpt_vector_depth: int
     """How deep the message vector list runs for ranking the recalled topics' messages;
     the fusion reads only its first `message_hits_count`."""

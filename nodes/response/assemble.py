@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from typing import Generic, NamedTuple, TypeVar
 
 from langchain_core.messages import (
@@ -42,6 +43,7 @@ from core.state import (
 from core.text import neutralize, transcript
 from nodes.response.auto_rag import relevant_earlier_messages
 from nodes.response.excerpts import relevant_excerpts
+from nodes.response.ranking.feedback import MessageVectors
 from nodes.response.ranking.recall import Recall
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
@@ -221,10 +223,12 @@ def recalled_sections(
     core_ids: set[int],
     context: ResponseContext,
     embedder: Embedder | None = None,
+    vectors: MessageVectors | None = None,
 ) -> list[tuple[str, Layer]]:
     """Layers 4-6: what the reranker chose and the relevant facts, as (name, layer);
-    with `embedder`, long messages are shown by their passages most like the queries."""
-    recall = Recall.of(state, embedder)
+    with `embedder`, long messages are shown by their passages most like the queries, and
+    with the messages' `vectors` too the ranking takes feedback from its first messages."""
+    recall = Recall.of(state, embedder, vectors)
     shown = ShownTopics.of(state)
     ranking = Ranking.of(context)
     return [
@@ -297,6 +301,7 @@ def make_assemble(deps: Deps):
             {f["id"] for f in core_facts},
             context,
             deps.embedder,
+            partial(deps.indexer.message_vectors, user_id),
         )
         included = {name: layer for name, layer in sections if layer.text}
         layers = {

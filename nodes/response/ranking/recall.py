@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from core.found import found_in
 from core.ports import Embedder
 from core.records import Member, MessageRow
 from core.tuning import Tuning
+from nodes.response.ranking.feedback import (
+    MessageVectors,
+    feedback_order,
+    feedback_sources,
+    wants_feedback,
+)
 from nodes.response.ranking.messages import (
     by_best_message,
     long_answers,
@@ -52,18 +60,28 @@ class Recall:
     """What a turn's messages are ranked by: the search's queries (whose speakers they
     name) and evidence (`core.found.Evidence`): full-text hits per query, vector hits
     (a passage hit as its message), the messages written when the question says. With
-    `scores`, long messages are shown by their passages most like the queries."""
+    `scores`, long messages are shown by their passages most like the queries; with the
+    `query` vector and the messages' `vectors`, the ranking takes feedback from its first
+    messages (`nodes.response.ranking.feedback`)."""
 
     queries: Sequence[str] = ()
     text_hits: Sequence[Sequence[int]] = ()
     vector_hits: Sequence[Sequence[int]] = ()
     dated: Sequence[int] = ()
     scores: PassageScores | None = None
+    query: np.ndarray | None = None
+    """The queries' mean unit vector (the local embedder's)."""
+    vectors: MessageVectors | None = None
 
     @classmethod
-    def of(cls, state: Mapping[str, Any], embedder: Embedder | None = None) -> Recall:
+    def of(
+        cls,
+        state: Mapping[str, Any],
+        embedder: Embedder | None = None,
+        vectors: MessageVectors | None = None,
+    ) -> Recall:
         """A response run's recall, from what its search `found`; with `embedder`, its
-        passages scored by it."""
+        passages scored by it, and with the messages' `vectors` too, feedback."""
         found = found_in(state)
         queries, evidence = found["queries"], found["evidence"]
         return cls(
@@ -72,7 +90,18 @@ class Recall:
             evidence["vector_hits"],
             evidence["dated"],
             passage_scores(embedder, queries) if embedder is not None else None,
+            query_vector(embedder, queries) if embedder is not None and vectors else None,
+            vectors,
         )
+
+
+def query_vector(embedder: Embedder, queries: Sequence[str]) -> np.ndarray | None:
+    """The unit mean of the queries' vectors; None without queries."""
+    if not queries:
+        return None
+    mean = np.mean([embedder.encode_query(query) for query in dict.fromkeys(queries)], axis=0)
+    norm = float(np.linalg.norm(mean))
+    return mean / norm if norm else None
 
 
 def speaker_rules(ranking: Ranking, queries: Sequence[str], members: Sequence[Member]) -> dict:
@@ -225,6 +254,8 @@ def rank_items(
     )
     recap = closing = frozenset[int]()
     ranked = rank_members(members, recall, ranking, cut=frozenset(passages))
+    if (fed := with_feedback(rows, recall, tuning, [m for _, m in ranked])) is not None:
+        ranked = rank_members(members, fed, ranking, cut=frozenset(passages))
     if scores is not None and tuning.excerpt_recap_chars > 0 and asks_for_recap(recall.queries):
         digest = openings(rows, tuning.excerpt_recap_chars)
         passages.update(digest)
@@ -234,3 +265,23 @@ def rank_items(
     if not passages or scores is None:
         return [(topic_id, message_id, None) for topic_id, message_id in ranked], {}
     return passage_order(ranked, passages, scores, recap, closing), passages
+
+
+def with_feedback(
+    rows: Mapping[int, MessageRow], recall: Recall, tuning: Tuning, ranked: Sequence[int]
+) -> Recall | None:
+    """`recall` with one more vector list: the recalled messages (`rows`) by their likeness
+    to the query moved toward the first of `ranked` (`nodes.response.ranking.feedback`);
+    None without the vectors, with feedback off, for a question it does not serve
+    (`wants_feedback`), or with no message to take it from."""
+    if recall.query is None or recall.vectors is None or tuning.excerpt_feedback_messages <= 0:
+        return None
+    if not wants_feedback(recall.queries):
+        return None
+    every = frozenset(rows)
+    leading = standing_rules(rows.values(), every) | stated_preferences(
+        rows.values(), every, tuning.excerpt_preference_chars
+    )
+    sources = feedback_sources(ranked, rows, leading, tuning)
+    order = feedback_order(recall.query, list(rows.values()), sources, recall.vectors, tuning)
+    return replace(recall, vector_hits=[*recall.vector_hits, order]) if order else None
