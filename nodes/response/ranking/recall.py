@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -69,8 +69,9 @@ class Recall:
     vector_hits: Sequence[Sequence[int]] = ()
     dated: Sequence[int] = ()
     scores: PassageScores | None = None
-    query: np.ndarray | None = None
-    """The queries' mean unit vector (the local embedder's)."""
+    query: np.ndarray | None = field(default=None, compare=False)
+    """The queries' mean unit vector (the local embedder's); an array, so left out of the
+    generated equality (comparing it would raise)."""
     vectors: MessageVectors | None = None
 
     @classmethod
