@@ -25,6 +25,11 @@ REQUESTS = {
     "Стоит ли брать лёгкую палатку?": True,
     "Что лучше взять в поход?": True,
     "Что бы ты посоветовал почитать?": True,
+    "Can you walk me through how to prove two triangles are congruent?": True,
+    "Can you explain, step by step, how to find the probability of two heads?": True,
+    "Show me how to set up the cache.": True,
+    "Объясни, пожалуйста, как считать вероятность": True,
+    "Покажи, как настроить кэш": True,
     # Questions about what was: no request for advice.
     "How many days passed between my draft and the review?": False,
     "Have I ever used Zotero?": False,
@@ -33,6 +38,9 @@ REQUESTS = {
     "Сколько раз я упоминал кота?": False,
     "Когда я купил палатку?": False,
     "Что мне сказал врач про сон?": False,
+    "Can you walk me through the order in which I brought up my plans?": False,
+    "Can you explain what a median is?": False,
+    "Объясни, что такое медиана": False,
 }
 
 
@@ -55,6 +63,7 @@ ROWS = [
             ("user", "I prefer Word, and " + "here is my whole outline. " * 20),
             ("user", "Я предпочитаю писать по утрам."),
             ("user", "Never mind the outline."),
+            ("user", "As stated, my preference for pragmatic security still holds."),
         ]
     )
 ]
@@ -64,9 +73,9 @@ NEAR = frozenset(row["id"] for row in ROWS)
 def test_the_users_short_stated_preferences_among_the_hits_are_found() -> None:
     # Not the long one (told in passing), not the instruction (a rule already), not the
     # assistant's message, and only among the hits.
-    assert stated_preferences(ROWS, NEAR, 300) == {3, 5, 7}
+    assert stated_preferences(ROWS, NEAR, 300) == {3, 5, 7, 9}
     assert stated_preferences(ROWS, {3, 6}, 300) == {3}
-    assert stated_preferences(ROWS, NEAR, 1000) == {3, 5, 6, 7}
+    assert stated_preferences(ROWS, NEAR, 1000) == {3, 5, 6, 7, 9}
     assert stated_preferences(ROWS, NEAR, 0) == frozenset()
 
 

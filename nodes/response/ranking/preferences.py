@@ -9,8 +9,12 @@ often stayed behind them. So for a request for advice (`asks_for_advice`), the u
 short messages that state a preference (`stated_preferences`) and that the turn's hits
 reach lead the order, right after the standing instructions and within the same number
 of leading places (`nodes.response.ranking.messages.rank_topic_messages`). Only short
-ones (`excerpt_preference_chars`): a preference told in passing in a long message about
-something else would take an instruction's place and room. Any other question (what
+ones (`excerpt_preference_chars`) lead for being hits: every preference told in passing
+in a longer message would take an instruction's place and room. Of those longer ones, the
+one most like the request, over the embedder's calibrated floor, leads too
+(`nodes.response.ranking.recall.advice_preferences`): "I'm trying to keep my app
+lightweight, so I prefer minimal dependencies, how can I …" answers "What libraries would
+you suggest?" better than any of the subject's messages. Any other question (what
 happened when, what the user did) ranks as before.
 """
 
@@ -23,26 +27,29 @@ from core.records import MessageRow
 from nodes.response.ranking.messages import STANDING_RULE
 
 STATED_PREFERENCE = re.compile(
-    r"\bI(?:['’]d|\s+would)?\s+(?:prefer|rather)\b"
+    r"\bI(?:['’]d|\s+would)?\s+(?:prefer|rather)\b|\bmy preference (?:is|for)\b"
     r"|\bя\s+(?:бы\s+)?предпоч(?:итаю|ёл|ел|ла)\b|\bмне\s+больше\s+нравится\b",
     re.IGNORECASE,
 )
 """A message that states a preference: "I prefer …", "I'd rather …", "I would prefer …",
-"Я предпочитаю …", "Я бы предпочла …", "Мне больше нравится …"."""
+"my preference for …", "Я предпочитаю …", "Я бы предпочла …", "Мне больше нравится …"."""
 
 ADVICE_ASKED = re.compile(
     r"\bshould I\b|\bwould you (?:suggest|recommend|advise)\b"
     r"|\bdo you (?:think|suggest|recommend)\b|\bcan you help\b|\bhelp me\b"
     r"|\bhow (?:can|do|should|would) I\b|\bwhat (?:\w+\s+){0,3}(?:should|would|could|can) I\b"
     r"|\bany (?:tips|advice|suggestions)\b"
+    r"|\b(?:walk me through|explain|show me|teach me),?\s+(?:\w+,?\s+){0,3}?how\b"
     r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bстоит ли\b"
+    r"|\b(?:объясни|покажи|научи)\w*,?\s+(?:\w+,?\s+){0,3}?как\b"
     r"|\bчто (?:мне )?(?:лучше|стоит)\b|\bчто бы (?:ты|вы) (?:посоветовал|предложил)",
     re.IGNORECASE,
 )
 """A request for advice or help now: "How should I …", "What would you suggest …", "Can
-you help me …", "Посоветуй …", "Как мне …", "Стоит ли …", "Что лучше …". A question
-about what was ("Have I ever …", "How many days passed …", "Что мне сказал врач?") is
-not one."""
+you help me …", "Walk me through how …", "Посоветуй …", "Как мне …", "Стоит ли …", "Что
+лучше …", "Объясни, как …". A question about what was ("Have I ever …", "How many days
+passed …", "Что мне сказал врач?") is not one, nor is "Walk me through the order in which
+I brought up …"."""
 
 
 def asks_for_advice(queries: Sequence[str]) -> bool:

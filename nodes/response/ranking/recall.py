@@ -153,7 +153,7 @@ def rank_members(
     what the assistant said (`asks_for_answers`). The user's standing instructions among
     the first `message_hits_count` of each hit list lead (`standing_rules`), and so does
     the one most like the queries (`likeliest_rule`, when `recall` scores passages); for a
-    request for advice their short stated preferences after them (`stated_preferences`).
+    request for advice their stated preferences after them (`advice_preferences`).
     When the queries ask what the assistant said, each answer comes with the user's
     message it answered (`with_prompts`); for a summary request naming someone, the
     user's messages naming them come right after those that lead (`naming_first`). A hit
@@ -176,7 +176,7 @@ def rank_members(
         rows, recall.scores, ranking.tuning.message_vector_floor
     )
     preferences = (
-        stated_preferences(rows, near, ranking.tuning.excerpt_preference_chars)
+        advice_preferences(rows, near, recall.scores, ranking.tuning)
         if asks_for_advice(recall.queries)
         else frozenset()
     )
@@ -195,6 +195,27 @@ def rank_members(
     if asked_answers:
         ranked = with_prompts(ranked, speakers["replies"], {m["id"]: m["role"] for m in rows})
     return naming_first(ranked, rows, recall.queries, leading=rules | preferences)
+
+
+def advice_preferences(
+    rows: Sequence[MessageRow],
+    near: Collection[int],
+    scores: PassageScores | None,
+    tuning: Tuning,
+) -> frozenset[int]:
+    """The stated preferences that lead a request for advice: the user's short ones among
+    `near` (`stated_preferences`), and the one most like the queries (`likeliest`) of any
+    length a message is shown whole at (up to `excerpt_long_answer_chars`). A preference
+    is often told on the way to a request ("I'm trying to keep my app lightweight, so I
+    prefer minimal dependencies, how can I …"), in a message longer than the short ones
+    that lead by being hits; its likeness to the request still tells it apart."""
+    stated = stated_preferences(rows, near, tuning.excerpt_preference_chars)
+    if tuning.excerpt_preference_chars <= 0:
+        return stated
+    every = frozenset(row["id"] for row in rows)
+    told = stated_preferences(rows, every, tuning.excerpt_long_answer_chars)
+    found = [row for row in rows if row["id"] in told]
+    return stated | likeliest(found, scores, tuning.message_vector_floor)
 
 
 def closing_answers(
@@ -217,9 +238,7 @@ def likeliest_rule(
     rows: Sequence[MessageRow], scores: PassageScores | None, floor: float
 ) -> frozenset[int]:
     """The user's standing instruction among `rows` (`standing_rules`' kind) most like the
-    turn's queries by `scores` (the local embedder's cosine), when that likeness reaches
-    `floor` (the embedder's calibrated `message_vector_floor`: the cosine an unrelated
-    question's nearest message stays under); none without `scores`.
+    turn's queries by `scores` (`likeliest`).
 
     An instruction says when it applies ("… when I ask about triangle area calculations")
     in words the question seldom shares ("How can I find the area of a triangle using
@@ -227,15 +246,22 @@ def likeliest_rule(
     lists rank near the top; its likeness to the question still tells it apart from the
     user's other instructions. Only the likeliest one: the others would take a small
     budget's room from the evidence."""
-    if scores is None:
-        return frozenset()
     found = standing_rules(rows, frozenset(row["id"] for row in rows))
-    rules = [row for row in rows if row["id"] in found]
-    if not rules:
+    return likeliest([row for row in rows if row["id"] in found], scores, floor)
+
+
+def likeliest(
+    rows: Sequence[MessageRow], scores: PassageScores | None, floor: float
+) -> frozenset[int]:
+    """The one of `rows` most like the turn's queries by `scores` (the local embedder's
+    cosine), when that likeness reaches `floor` (the embedder's calibrated
+    `message_vector_floor`: the cosine an unrelated question's nearest message stays
+    under); none without `scores` or `rows`."""
+    if scores is None or not rows:
         return frozenset()
-    likeness = list(scores([row["content"] for row in rules]))
-    best = max(range(len(rules)), key=lambda index: likeness[index])
-    return frozenset({rules[best]["id"]}) if likeness[best] >= floor else frozenset()
+    likeness = list(scores([row["content"] for row in rows]))
+    best = max(range(len(rows)), key=lambda index: likeness[index])
+    return frozenset({rows[best]["id"]}) if likeness[best] >= floor else frozenset()
 
 
 def rank_items(
