@@ -68,3 +68,39 @@ def test_a_request_for_advice_shows_the_users_stated_preference_first(deps: Deps
     other = context_for(deps, question, ResponseContext(user_id=OTHER), room)
     assert "late evenings" in other
     assert "late evenings" not in led and "late evenings" not in plain
+
+
+LIGHT = (
+    "I'm trying to keep my Flask budget app lightweight and easy to maintain, so I prefer "
+    "simple, minimal dependencies over big frameworks. How can I make sure the app stays "
+    "small while I still add the features I planned for the next weeks? I don't want "
+    "to pull in a whole stack of extensions for every small feature, and the deployment "
+    "on the free tier has little memory to spare."
+)
+APP = [
+    "Which libraries draw the monthly charts of my expenses best, bar charts or pies?",
+    "Chart.js draws both charts from a JSON endpoint; pies suit the categories.",
+    "The login page of my budget app needs libraries for password hashing and sessions.",
+    "Werkzeug hashes the passwords and Flask keeps the login session in a signed cookie.",
+    LIGHT,
+    "Then use what Flask ships with and add only what a feature cannot do without.",
+    "The charts libraries want a date index on the expenses table for the monthly view.",
+    "Index the date column; every chart of the month filters by it.",
+]
+
+
+def test_a_long_preference_most_like_the_request_leads_it(deps: Deps) -> None:
+    store(deps, USER, APP)
+    store(deps, OTHER, [line.replace("minimal dependencies", "every extension") for line in APP])
+    context = ResponseContext(user_id=USER)
+    assert len(LIGHT) > context.tuning.excerpt_preference_chars  # too long to lead as a hit
+    question = "What libraries would you suggest for the login and the charts of my Flask app?"
+    room = 560
+    led = context_for(deps, question, context, room)
+    assert LIGHT in led
+    off = context_for(deps, question, context.tuned(excerpt_preference_chars=0), room)
+    assert LIGHT not in off
+    # Its likeness to the request is what lets it lead: under a higher floor it does not.
+    floored = context_for(deps, question, context.tuned(message_vector_floor=0.99), room)
+    assert LIGHT not in floored and APP[0] in floored
+    assert "every extension" not in led
