@@ -12,7 +12,7 @@ from core.state import SelectedTopic
 from nodes.response.assemble import recalled_sections, topics_section
 from nodes.response.excerpts import relevant_excerpts
 from nodes.response.ranking.passages import CUT, PassageScores, passage_scores
-from nodes.response.ranking.recall import Recall
+from nodes.response.ranking.recall import Recall, likeliest_rule
 from nodes.response.ranking.weights import Ranking
 from nodes.response.rerank_selection import ShownTopics
 from nodes.response.search import hybrid_search
@@ -358,3 +358,9 @@ async def test_the_instruction_most_like_the_question_leads_where_the_hits_miss_
     # A question like none of them: no instruction leads.
     lunch = "What did we have for lunch at the cafe near the lake?"
     assert "Always" not in shown(lunch, passage_scores(deps.embedder, [lunch]))
+    # Asked whether the user did it, the question is answered by the mentions: no
+    # instruction leads, though this one is the likeliest for it too.
+    whether = "Have I ever found the area of a triangle using medians and altitudes?"
+    scores = passage_scores(deps.embedder, [whether])
+    assert likeliest_rule(rows, scores, context.tuning.message_vector_floor) == {rule}
+    assert "Always" not in shown(whether, scores)

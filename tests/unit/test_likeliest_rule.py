@@ -64,3 +64,26 @@ def test_it_leads_where_the_hits_do_not_reach_it() -> None:
     assert led[1:] == [m for m in plain if m != TRIANGLE]
     # Like the question but under the floor: the order the hits make.
     assert order({TRIANGLE: floor - 0.01}) == plain
+
+
+def test_no_instruction_leads_a_yes_no_question_about_the_users_past() -> None:
+    hits = [[1, 5, APA, 2]]  # an instruction among the hits, and one like the question
+    floor = Ranking().tuning.message_vector_floor
+    scores = likeness({TRIANGLE: floor + 0.1, DATES: 0.05})
+
+    def order(question: str) -> list[int]:
+        recall = Recall([question], text_hits=hits, scores=scores)
+        return [m for _, m in rank_members([(1, ROWS)], recall, Ranking())]
+
+    asked = order("How can I find the area of a triangle using medians?")
+    assert asked[:2] in ([TRIANGLE, APA], [APA, TRIANGLE])
+    for question in (
+        "Have I ever worked on the area of a triangle with medians?",
+        "Did I use Heron's formula for my triangle?",
+        "Находил ли я площадь треугольника через медианы?",
+    ):
+        whether = order(question)
+        # The hits' order: the instruction the hits reach keeps its place among them,
+        # the one like the question comes after them; neither is moved to the front.
+        assert whether[:3] == [1, 5, APA], question
+        assert sorted(whether) == sorted(asked), question

@@ -47,12 +47,15 @@ ASKS_WHETHER_I = re.compile(
 I usually …", "Получал ли я …", "Были ли мы …"."""
 
 
+def asks_whether_i(queries: Sequence[str]) -> bool:
+    """Whether a query is a yes/no question about the user's own past (`ASKS_WHETHER_I`)."""
+    return any(ASKS_WHETHER_I.search(query) for query in queries)
+
+
 def wants_feedback(queries: Sequence[str]) -> bool:
     """Whether the queries ask for one thing said about a subject: not a request for advice
-    (`asks_for_advice`), nor a yes/no question about the user's past (`ASKS_WHETHER_I`)."""
-    if asks_for_advice(queries):
-        return False
-    return not any(ASKS_WHETHER_I.search(query) for query in queries)
+    (`asks_for_advice`), nor a yes/no question about the user's past (`asks_whether_i`)."""
+    return not asks_for_advice(queries) and not asks_whether_i(queries)
 
 
 def feedback_sources(

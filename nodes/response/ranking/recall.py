@@ -14,6 +14,7 @@ from core.records import Member, MessageRow
 from core.tuning import Tuning
 from nodes.response.ranking.feedback import (
     MessageVectors,
+    asks_whether_i,
     feedback_order,
     feedback_sources,
     wants_feedback,
@@ -151,9 +152,10 @@ def rank_members(
     A long answer among `cut` (shown by passages) keeps its rank when
     `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
     what the assistant said (`asks_for_answers`). The user's standing instructions among
-    the first `message_hits_count` of each hit list lead (`standing_rules`), and so does
-    the one most like the queries (`likeliest_rule`, when `recall` scores passages); for a
-    request for advice their stated preferences after them (`advice_preferences`).
+    the first `message_hits_count` of each hit list lead, and so does the one most like
+    the queries (when `recall` scores passages), unless the question asks whether the user
+    did something (`leading_rules`); for a request for advice their stated preferences
+    after them (`advice_preferences`).
     When the queries ask what the assistant said, each answer comes with the user's
     message it answered (`with_prompts`); for a summary request naming someone, the
     user's messages naming them come right after those that lead (`naming_first`). A hit
@@ -172,9 +174,7 @@ def rank_members(
         lead = ranking.tuning.excerpt_lead_hits
         agreed = agreed_hits(recall.text_hits, recall.vector_hits, lead)
         speakers["unnamed"] = speakers["unnamed"] - agreed
-    rules = standing_rules(rows, near) | likeliest_rule(
-        rows, recall.scores, ranking.tuning.message_vector_floor
-    )
+    rules = leading_rules(rows, near, recall, ranking.tuning)
     preferences = (
         advice_preferences(rows, near, recall.scores, ranking.tuning)
         if asks_for_advice(recall.queries)
@@ -195,6 +195,23 @@ def rank_members(
     if asked_answers:
         ranked = with_prompts(ranked, speakers["replies"], {m["id"]: m["role"] for m in rows})
     return naming_first(ranked, rows, recall.queries, leading=rules | preferences)
+
+
+def leading_rules(
+    rows: Sequence[MessageRow], near: Collection[int], recall: Recall, tuning: Tuning
+) -> frozenset[int]:
+    """The user's standing instructions that lead the turn's order: those among `near`
+    (the first hits of the turn's lists, `standing_rules`) and the one most like the
+    queries (`likeliest_rule`). None for a yes/no question about the user's own past
+    (`asks_whether_i`: "Have I ever worked on medians?", "Делал ли я бэкап?"): an
+    instruction shapes the answers to the requests it names ("… when I ask about triangle
+    area calculations"), while such a question is answered by the mentions of what it
+    asks about, and a small context has room for few of them."""
+    if asks_whether_i(recall.queries):
+        return frozenset()
+    return standing_rules(rows, near) | likeliest_rule(
+        rows, recall.scores, tuning.message_vector_floor
+    )
 
 
 def advice_preferences(
