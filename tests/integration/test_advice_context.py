@@ -62,14 +62,15 @@ def test_a_request_for_advice_shows_the_users_stated_preference_first(deps: Deps
     store(deps, OTHER, theirs)
     context = ResponseContext(user_id=USER)
     question = "Can you help me plan my writing sessions for the upcoming week?"
-    led, plain = with_and_without(deps, question, context, 320)
+    room = 320
+    led, plain = with_and_without(deps, question, context, room)
     assert PREFERENCE in led
     assert PREFERENCE not in plain
     # A question about what was is no request for advice: ranked as before.
     asked = "When did I plan my writing sessions for the week?"
-    assert len(set(with_and_without(deps, asked, context, 320))) == 1
+    assert len(set(with_and_without(deps, asked, context, room))) == 1
     # The other user's preference is never anyone else's context.
-    other = context_for(deps, question, ResponseContext(user_id=OTHER), 320)
+    other = context_for(deps, question, ResponseContext(user_id=OTHER), room)
     assert "late evenings" in other
     assert "late evenings" not in led and "late evenings" not in plain
 
@@ -99,10 +100,11 @@ def test_a_long_preference_most_like_the_request_leads_it(deps: Deps) -> None:
     context = ResponseContext(user_id=USER)
     assert len(LIGHT) > context.tuning.excerpt_preference_chars  # too long to lead as a hit
     question = "What libraries would you suggest for the login and the charts of my Flask app?"
-    led, off = with_and_without(deps, question, context, 560)
+    room = 560
+    led, off = with_and_without(deps, question, context, room)
     assert LIGHT in led
     assert LIGHT not in off
     # Its likeness to the request is what lets it lead: under a higher floor it does not.
-    floored = context_for(deps, question, context.tuned(message_vector_floor=0.99), 560)
+    floored = context_for(deps, question, context.tuned(message_vector_floor=0.99), room)
     assert LIGHT not in floored and APP[0] in floored
     assert "every extension" not in led
