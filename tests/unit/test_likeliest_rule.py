@@ -66,7 +66,7 @@ def test_it_leads_where_the_hits_do_not_reach_it() -> None:
     assert order({TRIANGLE: floor - 0.01}) == plain
 
 
-def test_no_instruction_leads_a_yes_no_question_about_the_users_past() -> None:
+def test_no_instruction_leads_a_question_about_the_users_past() -> None:
     hits = [[1, 5, APA, 2]]  # an instruction among the hits, and one like the question
     floor = Ranking().tuning.message_vector_floor
     scores = likeness({TRIANGLE: floor + 0.1, DATES: 0.05})
@@ -79,8 +79,11 @@ def test_no_instruction_leads_a_yes_no_question_about_the_users_past() -> None:
     assert asked[:2] in ([TRIANGLE, APA], [APA, TRIANGLE])
     for question in (
         "Have I ever worked on the area of a triangle with medians?",
-        "Did I use Heron's formula for my triangle?",
+        "Did I use a formula for my triangle's area?",  # no name: `naming_first` keeps it
         "Находил ли я площадь треугольника через медианы?",
+        "How many triangle area problems have I completed?",
+        "How much did I improve my accuracy on triangle areas?",
+        "Сколько задач на площадь треугольника я решил?",
     ):
         whether = order(question)
         # The hits' order: the instruction the hits reach keeps its place among them,

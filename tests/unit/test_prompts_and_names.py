@@ -10,7 +10,11 @@ from core.records import Member
 from nodes.response.ranking.messages import replies_after
 from nodes.response.ranking.recall import Recall, rank_members
 from nodes.response.ranking.speakers import with_prompts
-from nodes.response.ranking.summary import asks_for_summary, named_in, naming_first
+from nodes.response.ranking.summary import (
+    asks_for_summary,
+    named_in,
+    naming_first,
+)
 from nodes.response.ranking.weights import Ranking
 from tests.support.messages import message_row
 
@@ -71,8 +75,14 @@ def test_a_summary_naming_someone_puts_their_messages_after_those_that_lead() ->
         (1, 10),
         (1, 4),
     ]
-    # Not a summary request, or a summary naming no one: the order as it was.
+    # A yes/no question about the user's past with them is answered by every mention of
+    # them too.
+    named = [(1, 5), (1, 7), (1, 3), (1, 9), (1, 1), (1, 2), (1, 10), (1, 4)]
+    assert naming_first(ranked, ROWS, ["Have I ever met Robert?"], leading={5}) == named
+    # Not such a question, or one naming no one: the order as it was.
     assert naming_first(ranked, ROWS, ["What did Robert say?"], {5}) == ranked
+    assert naming_first(ranked, ROWS, ["How many times did I meet Robert?"], {5}) == ranked
+    assert naming_first(ranked, ROWS, ["Have I ever missed a deadline?"], {5}) == ranked
     assert naming_first(ranked, ROWS, ["Summarize my essay work."], {5}) == ranked
 
 

@@ -21,35 +21,23 @@ after one thing said about a subject. Two kinds of question want something else
 (`wants_feedback`): a request for advice (`asks_for_advice`), whose answer the user's
 standing instructions and preferences shape, not more lines on the subject; and a yes/no
 question about the user's own past ("Have I ever obtained an API key?", "Делал ли я
-бэкап?", `ASKS_WHETHER_I`), answered by every mention of it, the ones that contradict the
-first included.
+бэкап?", `nodes.response.ranking.past`), answered by every mention of it, the ones that
+contradict the first included.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
 from core.records import MessageRow
 from core.tuning import Tuning
+from nodes.response.ranking.past import asks_whether_i
 from nodes.response.ranking.preferences import asks_for_advice
 
 MessageVectors = Callable[[Sequence[MessageRow]], np.ndarray]
 """Unit vectors of messages, one row each, in order (`Indexer.message_vectors` for a user)."""
-
-ASKS_WHETHER_I = re.compile(
-    r"^\W*(?:have|has|had|did|do|does|was|were)\s+(?:i|we)\b|\bли\s+(?:я|мы)\b",
-    re.IGNORECASE,
-)
-"""A yes/no question about the user's own past or habits: "Have I ever …", "Did I …", "Do
-I usually …", "Получал ли я …", "Были ли мы …"."""
-
-
-def asks_whether_i(queries: Sequence[str]) -> bool:
-    """Whether a query is a yes/no question about the user's own past (`ASKS_WHETHER_I`)."""
-    return any(ASKS_WHETHER_I.search(query) for query in queries)
 
 
 def wants_feedback(queries: Sequence[str]) -> bool:

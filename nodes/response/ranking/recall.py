@@ -14,7 +14,6 @@ from core.records import Member, MessageRow
 from core.tuning import Tuning
 from nodes.response.ranking.feedback import (
     MessageVectors,
-    asks_whether_i,
     feedback_order,
     feedback_sources,
     wants_feedback,
@@ -34,6 +33,7 @@ from nodes.response.ranking.passages import (
     passage_order,
     passage_scores,
 )
+from nodes.response.ranking.past import asks_how_many_i, asks_whether_i
 from nodes.response.ranking.preferences import asks_for_advice, stated_preferences
 from nodes.response.ranking.recap import asks_for_recap, openings, user_first
 from nodes.response.ranking.speakers import (
@@ -153,17 +153,17 @@ def rank_members(
     `excerpt_passages_in_place` says so; every long answer keeps it when the queries ask
     what the assistant said (`asks_for_answers`). The user's standing instructions among
     the first `message_hits_count` of each hit list lead, and so does the one most like
-    the queries (when `recall` scores passages), unless the question asks whether the user
-    did something (`leading_rules`); for a request for advice their stated preferences
-    after them (`advice_preferences`).
+    the queries (when `recall` scores passages), unless the question asks whether or how
+    often the user did something (`leading_rules`); for a request for advice their
+    stated preferences after them (`advice_preferences`).
     When the queries ask what the assistant said, each answer comes with the user's
-    message it answered (`with_prompts`); for a summary request naming someone, the
-    user's messages naming them come right after those that lead (`naming_first`). A hit
-    by an author the queries leave out only lends its neighbours their share
-    (`speaker_rules`), unless both the full-text and the vector hits rank it among their
-    first `excerpt_lead_hits` (`agreed_hits`: a question can name the wrong speaker); the
-    search's topic order (`order_topics`) makes no such exception: a question asked of the
-    named person does not lift its topic."""
+    message it answered (`with_prompts`); for a summary request or a yes/no question about
+    the user's past naming someone, the user's messages naming them come right after those
+    that lead (`naming_first`). A hit by an author the queries leave out only lends its
+    neighbours their share (`speaker_rules`), unless both the full-text and the vector hits
+    rank it among their first `excerpt_lead_hits` (`agreed_hits`: a question can name the
+    wrong speaker); the search's topic order (`order_topics`) makes no such exception: a
+    question asked of the named person does not lift its topic."""
     rows = [m for _, messages in members for m in messages]
     depth = ranking.tuning.message_hits_count
     near = {i for hits in (*recall.text_hits, *recall.vector_hits) for i in hits[:depth]}
@@ -202,12 +202,13 @@ def leading_rules(
 ) -> frozenset[int]:
     """The user's standing instructions that lead the turn's order: those among `near`
     (the first hits of the turn's lists, `standing_rules`) and the one most like the
-    queries (`likeliest_rule`). None for a yes/no question about the user's own past
-    (`asks_whether_i`: "Have I ever worked on medians?", "Делал ли я бэкап?"): an
-    instruction shapes the answers to the requests it names ("… when I ask about triangle
-    area calculations"), while such a question is answered by the mentions of what it
-    asks about, and a small context has room for few of them."""
-    if asks_whether_i(recall.queries):
+    queries (`likeliest_rule`). None for a question about the user's own past, yes/no
+    (`asks_whether_i`: "Have I ever worked on medians?", "Делал ли я бэкап?") or a count
+    (`asks_how_many_i`: "How many classification problems have I completed?", "Сколько
+    задач я решил?"): an instruction shapes the answers to the requests it names ("… when
+    I ask about triangle classification methods"), while such a question is answered by
+    the mentions of what it asks about, and a small context has room for few of them."""
+    if asks_whether_i(recall.queries) or asks_how_many_i(recall.queries):
         return frozenset()
     return standing_rules(rows, near) | likeliest_rule(
         rows, recall.scores, tuning.message_vector_floor

@@ -1,5 +1,5 @@
-"""A request for a summary of the user's dealings with someone: the user's own messages
-that name them first.
+"""A request for a summary of the user's dealings with someone, or a yes/no question
+about the user's own past with them: the user's own messages that name them first.
 
 "Can you give me a summary of how my work with Robert has developed?", "Подведи итог
 моей работы с Робертом" ask for what the user told over the conversation about that
@@ -12,6 +12,13 @@ writes as a name (`nodes.response.ranking.floors.written_as_a_name`: "Robert", n
 and preferences that lead, in the ranking's order (a budget too small for all of them
 keeps the best), and every other message after them as ranked. The assistant's
 messages naming them are its long answers, which echo the name: they keep their place.
+
+A yes/no question about the user's own past ("Have I ever met Bryan and received
+storytelling advice from him?", "Встречался ли я с Брайаном?", `asks_whether_i`) is
+answered the same way, by every mention of whom it names: the message that says it
+happened and the later one that says it never did. Ranked as any question, the messages
+on the same subject without the name ("I met Matthew … he offered some tips") come
+between them.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from core.records import MessageRow
 from nodes.response.ranking.floors import name_pattern, name_words, written_as_a_name
+from nodes.response.ranking.past import asks_whether_i
 
 SUMMARY_ASKED = re.compile(
     r"\bsummar(?:y|ies|ise|ize|ised|ized|ising|izing)\b"
@@ -34,6 +42,13 @@ SUMMARY_ASKED = re.compile(
 def asks_for_summary(queries: Sequence[str]) -> bool:
     """Whether a query asks for a summary (`SUMMARY_ASKED`)."""
     return any(SUMMARY_ASKED.search(query) for query in queries)
+
+
+def asks_for_mentions(queries: Sequence[str]) -> bool:
+    """Whether the queries are answered by every mention of whom they name: a summary
+    request (`asks_for_summary`) or a yes/no question about the user's past
+    (`asks_whether_i`)."""
+    return asks_for_summary(queries) or asks_whether_i(queries)
 
 
 def named_in(queries: Sequence[str], rows: Mapping[int, MessageRow]) -> frozenset[int]:
@@ -55,11 +70,12 @@ def naming_first(
     queries: Sequence[str],
     leading: Collection[int] = frozenset(),
 ) -> list[tuple[int, int]]:
-    """`ranked` (topic id, message id) with the user's messages naming whom a summary
-    request names (`named_in`; `rows` are the ranked messages) right after the `leading`
-    messages that open it (the standing instructions and preferences), each part in its
-    order; as it was for any other question."""
-    if not asks_for_summary(queries):
+    """`ranked` (topic id, message id) with the user's messages naming whom the queries
+    name (`named_in`; `rows` are the ranked messages) right after the `leading` messages
+    that open it (the standing instructions and preferences), each part in its order,
+    when the queries ask for every mention (`asks_for_mentions`); as it was for any
+    other question."""
+    if not asks_for_mentions(queries):
         return list(ranked)
     named = named_in(queries, {row["id"]: row for row in rows})
     if not named:
