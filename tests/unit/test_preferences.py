@@ -30,6 +30,8 @@ REQUESTS = {
     "Show me how to set up the cache.": True,
     "Объясни, пожалуйста, как считать вероятность": True,
     "Покажи, как настроить кэш": True,
+    "How would you approach building this with Python and spaCy?": True,
+    "Как бы ты подошёл к разбору резюме?": True,
     # Questions about what was: no request for advice.
     "How many days passed between my draft and the review?": False,
     "Have I ever used Zotero?": False,
@@ -41,6 +43,8 @@ REQUESTS = {
     "Can you walk me through the order in which I brought up my plans?": False,
     "Can you explain what a median is?": False,
     "Объясни, что такое медиана": False,
+    "How did you approach the parser last time?": False,
+    "Как бы то ни было, когда я купил палатку?": False,
 }
 
 

@@ -37,19 +37,20 @@ STATED_PREFERENCE = re.compile(
 ADVICE_ASKED = re.compile(
     r"\bshould I\b|\bwould you (?:suggest|recommend|advise)\b"
     r"|\bdo you (?:think|suggest|recommend)\b|\bcan you help\b|\bhelp me\b"
-    r"|\bhow (?:can|do|should|would) I\b|\bwhat (?:\w+\s+){0,3}(?:should|would|could|can) I\b"
+    r"|\bhow (?:can|do|should|would) I\b|\bhow would you\b"
+    r"|\bwhat (?:\w+\s+){0,3}(?:should|would|could|can) I\b"
     r"|\bany (?:tips|advice|suggestions)\b"
     r"|\b(?:walk me through|explain|show me|teach me),?\s+(?:\w+,?\s+){0,3}?how\b"
-    r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bстоит ли\b"
+    r"|\bпосоветуй|\bподскажи|\bпомоги|\bкак мне\b|\bкак бы (?:ты|вы)\b|\bстоит ли\b"
     r"|\b(?:объясни|покажи|научи)\w*,?\s+(?:\w+,?\s+){0,3}?как\b"
     r"|\bчто (?:мне )?(?:лучше|стоит)\b|\bчто бы (?:ты|вы) (?:посоветовал|предложил)",
     re.IGNORECASE,
 )
-"""A request for advice or help now: "How should I …", "What would you suggest …", "Can
-you help me …", "Walk me through how …", "Посоветуй …", "Как мне …", "Стоит ли …", "Что
-лучше …", "Объясни, как …". A question about what was ("Have I ever …", "How many days
-passed …", "Что мне сказал врач?") is not one, nor is "Walk me through the order in which
-I brought up …"."""
+"""A request for advice or help now: "How should I …", "What would you suggest …", "How
+would you approach …", "Can you help me …", "Walk me through how …", "Посоветуй …", "Как
+мне …", "Как бы ты …", "Стоит ли …", "Что лучше …", "Объясни, как …". A question about
+what was ("Have I ever …", "How many days passed …", "Что мне сказал врач?") is not one,
+nor is "Walk me through the order in which I brought up …"."""
 
 
 def asks_for_advice(queries: Sequence[str]) -> bool:
