@@ -60,7 +60,7 @@ def excerpt_header(topic: TopicRow) -> str:
 
     The summary and size come with the whole topic (`topic_header`), which the model can
     load by id. Under a budget the room goes to the messages that answer (what a longer
-    header costs is in docs/evaluation.md). The evaluation fills its budget with this
+    header costs is in docs/architecture.md). The evaluation fills its budget with this
     same header."""
     return f"=== Topic {topic['id']} (excerpt) ===\nDate: {topic_date(topic)}"
 
