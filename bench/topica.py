@@ -91,21 +91,6 @@ class Fit:
         """The shown topics' messages ranked (`rank_items`), once for every budget."""
         return rank_items(self.members, self.recall, self.ranking)
 
-    @cached_property
-    def sized(self) -> dict[int, tuple[list[Item], dict[int, list[str]]]]:
-        """The same, by passage size, for the budgets whose room sizes passages smaller
-        (`Ranking.for_room`), each ranked once."""
-        return {}
-
-    def ranked_for(self, ranking: Ranking) -> tuple[list[Item], dict[int, list[str]]]:
-        """`ranked` for `ranking`, one of `self.ranking.for_room`."""
-        if ranking is self.ranking:
-            return self.ranked
-        size = ranking.tuning.excerpt_passage_chars
-        if size not in self.sized:
-            self.sized[size] = rank_items(self.members, self.recall, ranking)
-        return self.sized[size]
-
     def order(self) -> list[tuple[str, str]]:
         """(unit key, message id) in the order the context takes them."""
         items, _ = self.ranked
@@ -113,20 +98,10 @@ class Fit:
         return list(dict.fromkeys((self.keys[topic_id], external[m]) for topic_id, m, _ in items))
 
     def __call__(self, budgets: Sequence[int]) -> dict[int, Packed]:
-        """What `fill_budget` puts in a context of each budget (tokens as `count_tokens`
-        counts them: the characters it charges, a token per `CHARS_PER_TOKEN`), with the
-        passages sized to each budget's room."""
+        """What `fill_budgets` puts in a context of each budget (tokens as `count_tokens`
+        counts them: the characters `fill_budget` charges, a token per `CHARS_PER_TOKEN`)."""
         chars = [max(0, budget - TOKENS_PER_TEXT) * CHARS_PER_TOKEN for budget in budgets]
-        filled = [
-            fill_budgets(
-                self.members,
-                self.headers,
-                self.ranked_for(self.ranking.for_room(room)),
-                [room],
-                days=self.days,
-            )[0]
-            for room in chars
-        ]
+        filled = fill_budgets(self.members, self.headers, self.ranked, chars, days=self.days)
         external = self.corpus.external_of
         return {
             budget: Packed(

@@ -246,13 +246,12 @@ async def test_a_long_answer_that_does_not_fit_gives_its_relevant_passage(deps: 
     )
     (topic,) = deps.store.topics.save(USER, [("Lisbon trip", [row["id"] for row in rows])])
     question = "What time does the Belem Tower open?"
-    # A room of 450 characters sizes passages to 200 (`Ranking.for_room`: a third of the
-    # room, not under a third of the profile's 600): two of the answer's lines each, so the
-    # tower's line opens a passage without the first line, and the room holds one passage
-    # besides the question: the cut shows, the jacket does not.
+    # Passages of 600 characters: the answer's six lines repeat, a passage holds seven, so
+    # the last passage opens at the tower's line without the first (at 500 every passage is
+    # the six lines, the first among them): the cut shows, the jacket does not.
     context = ResponseContext(user_id=USER).tuned(excerpt_passage_chars=600)
     scores = passage_scores(deps.embedder, [question])
-    room = 450
+    room = 700
     assert len(LISBON_ANSWER) > context.tuning.excerpt_long_answer_chars > room
     shown, excerpts = relevant_excerpts(
         deps.store, USER, [topic["id"]], Recall(scores=scores), Ranking.of(context), room

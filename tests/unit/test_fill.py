@@ -44,8 +44,8 @@ RECALL = Recall(
 
 
 def test_a_small_budget_shows_the_long_answers_relevant_passage_and_counts_it_shown() -> None:
-    filled = fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), 450)
-    assert filled.chars <= 450
+    filled = fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), 1_000)
+    assert filled.chars <= 1_000
     assert filled.topics[0] == 1
     assert {1, 2} <= filled.shown
     assert "The tower opens at ten" in filled.excerpts[1]
@@ -53,18 +53,11 @@ def test_a_small_budget_shows_the_long_answers_relevant_passage_and_counts_it_sh
 
 
 def test_each_budget_fills_as_one_fill_does_and_the_whole_fits_exactly_its_charge() -> None:
-    # Budgets of one ranking (rooms that size no passage smaller) fill together as each
-    # alone; a smaller room fills as its own ranking (`Ranking.for_room`) does.
-    budgets = [1_500, 4_000, 10_000]
+    budgets = [0, 150, 400, 1_000, 10_000]
     ranked = rank_items(MEMBERS, RECALL, Ranking())
     together = fill_budgets(MEMBERS, HEADERS, ranked, budgets)
     assert together == [fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), b) for b in budgets]
-    for room in (0, 150, 400, 1_000):
-        sized = rank_items(MEMBERS, RECALL, Ranking().for_room(room))
-        alone = fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), room)
-        assert fill_budgets(MEMBERS, HEADERS, sized, [room]) == [alone]
-    nothing = fill_budget(MEMBERS, HEADERS, RECALL, Ranking(), 0)
-    assert nothing.shown == frozenset() and nothing.topics == []
+    assert together[0].shown == frozenset() and together[0].topics == []
     everything = together[-1]
     assert everything.shown == {1, 2, 3, 4} and everything.excerpts == {}
     # A message shown whole through all its passages is charged their marks: never less.
@@ -192,40 +185,3 @@ def test_an_answer_over_a_passage_goes_after_the_users_lines_a_short_reply_keeps
     assert order.index((4, None)) < order.index((1, None))
     off = Ranking(replace(tuning, excerpt_answer_last_chars=10**9))
     assert next(m for _, m, _ in rank_items(members, recall, off)[0]) == 2
-
-
-def test_a_small_room_sizes_passages_so_the_message_after_a_long_one_fits_too() -> None:
-    # A long message's best passage at the profile's size (500 characters) takes half a
-    # 1,000-character context and the short message ranked after it no longer fits; sized
-    # to a third of the room (`Ranking.for_room`), both are shown.
-    filler = "We compared the routes, the fares and the timetables of the week. " * 7
-    middle = f"{filler[:200]} The ferry leaves at nine from pier four."
-    long_text = "\n".join([filler, middle, filler])
-    members = [
-        (1, [row(1, "user", long_text)]),
-        (2, [row(2, "user", "The ferry back is at six; I booked seats by the window. " * 8)]),
-    ]
-    headers = {1: (20, 60), 2: (20, 60)}
-    recall = Recall(
-        queries=["When does the ferry leave?"],
-        text_hits=[[1, 2]],
-        scores=lambda texts: [1.0 if "ferry leaves" in text else 0.1 for text in texts],
-    )
-    room = 1_000
-    assert Ranking().for_room(room).tuning.excerpt_passage_chars == room // 3
-    sized = fill_budget(members, headers, recall, Ranking(), room)
-    assert sized.shown == {1, 2} and sized.chars <= room
-    assert "The ferry leaves at nine" in sized.excerpts[1]
-    profile_size = rank_items(members, recall, Ranking())
-    assert fill_budgets(members, headers, profile_size, [room])[0].shown == {1}
-
-
-def test_passages_are_sized_to_the_room_between_a_third_of_the_profiles_and_the_profiles() -> None:
-    ranking = Ranking()
-    size = ranking.tuning.excerpt_passage_chars
-    assert ranking.for_room(100 * size) is ranking
-    assert ranking.for_room(3 * size) is ranking
-    assert ranking.for_room(2 * size).tuning.excerpt_passage_chars == 2 * size // 3
-    assert ranking.for_room(0).tuning.excerpt_passage_chars == size // 3
-    off = replace(ranking, tuning=replace(ranking.tuning, excerpt_passage_chars=0))
-    assert off.for_room(100) is off

@@ -47,9 +47,8 @@ def fill_budget(
     part and whole; `members` are the messages of those not `given` (the reranker's
     excerpts, which keep their text and take their room first). `days` are the dates the
     topics' headers give (`topic_date`): a message of that day shows its time alone
-    (`core.text.transcript`). A long message's passages are sized to the room
-    (`Ranking.for_room`)."""
-    ranked = rank_items(members, recall, ranking.for_room(max_chars))
+    (`core.text.transcript`)."""
+    ranked = rank_items(members, recall, ranking)
     return fill_budgets(members, headers, ranked, [max_chars], given, days)[0]
 
 
@@ -62,8 +61,7 @@ def fill_budgets(
     days: Mapping[int, str] | None = None,
 ) -> list[Filled]:
     """`fill_budget` at each of `budgets` (characters) from `members` ranked once
-    (`rank_items`: the items in order and the passages of the long messages), for budgets
-    of one `Ranking.for_room`."""
+    (`rank_items`: the items in order and the passages of the long messages)."""
     given = dict(given or {})
     used = sum(headers[t][0] + BLOCK_CHARS + len(text) for t, text in given.items() if t in headers)
     items, passages = ranked
