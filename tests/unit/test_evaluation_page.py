@@ -5,9 +5,9 @@ own)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 PAGE = ROOT / "docs" / "evaluation.md"
 SECTIONS = (
     "## BEAM dev",
@@ -39,7 +39,9 @@ def test_what_was_tried_is_a_short_table() -> None:
 
 
 def test_no_commit_hash_but_those_naming_the_runs() -> None:
-    text = PAGE.read_text(encoding="utf-8")
-    naming = [line for line in text.splitlines() if "run" in line and "of commit" in line]
-    hashes = re.findall(r"`[0-9a-f]{7,40}`", text)
-    assert hashes and len(hashes) <= len(naming), hashes
+    lines = PAGE.read_text(encoding="utf-8").splitlines()
+    with_hash = [line for line in lines if re.search(r"`[0-9a-f]{7,40}`", line)]
+    assert with_hash
+    for line in with_hash:  # each names the commit a run was of, and only that one
+        assert re.search(r"\brun\b.* of commit `[0-9a-f]{7,40}`", line), line
+        assert len(re.findall(r"`[0-9a-f]{7,40}`", line)) == 1, line
